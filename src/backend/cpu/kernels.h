@@ -1,0 +1,58 @@
+// CPU kernel table: one set of function pointers per SIMD path (scalar,
+// AVX2+FMA+F16C, AVX-512 with VNNI), chosen at run time. The scalar path is
+// the reference every other path is tested against (tests/backend).
+//
+// Conventions: `n` counts elements; quantized rows need n % 32 == 0. Weight
+// rows are in the layout GGUF stores them (core/dtype.h). No kernel allocates.
+#pragma once
+
+#include <cstdint>
+
+#include "core/cpu_features.h"
+#include "core/dtype.h"
+
+namespace tessera::cpu {
+
+// Rotary embedding pairing (RoFormer, arXiv:2104.09864). kNorm rotates
+// adjacent pairs (x[2i], x[2i+1]) as GGUF Llama files store Q/K; kNeox rotates
+// (x[i], x[i + n_rot/2]) as Hugging Face / GPT-NeoX checkpoints do.
+enum class RopeStyle { kNorm, kNeox };
+
+struct Kernels {
+  Isa isa;
+
+  // Dot products of a weight row with an activation row, accumulated in f32.
+  float (*dot_f32)(const float* w, const float* x, int64_t n);
+  float (*dot_f16)(const uint16_t* w, const float* x, int64_t n);
+  float (*dot_bf16)(const uint16_t* w, const float* x, int64_t n);
+  // Integer dot products against activations quantized to Q8_0 (x[n/32]).
+  float (*dot_q8_0)(const BlockQ8_0* w, const BlockQ8_0* x, int64_t n);
+  float (*dot_q4_0)(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n);
+  // x[n] -> y[n/32]; bit-identical to quantize_row_q8_0_ref.
+  void (*quantize_row_q8_0)(const float* x, BlockQ8_0* y, int64_t n);
+
+  // y[n] += a * v[n] where v is f16 (attention's value accumulation).
+  void (*axpy_f16)(float a, const uint16_t* v, float* y, int64_t n);
+  // y[n] *= a.
+  void (*scale)(float* y, float a, int64_t n);
+  // f32 -> f16, round to nearest even (KV cache stores).
+  void (*f32_to_f16_row)(const float* x, uint16_t* y, int64_t n);
+
+  // y[n] = x[n] / sqrt(mean(x^2) + eps) * w[n]  (RMSNorm, arXiv:1910.07467). y may alias x.
+  void (*rmsnorm)(const float* x, const float* w, float* y, int64_t n, float eps);
+  // y[n] = silu(gate[n]) * up[n]  (SwiGLU, arXiv:2002.05202). y may alias gate.
+  void (*silu_mul)(const float* gate, const float* up, float* y, int64_t n);
+  // In-place softmax over x[n] (max-subtracted).
+  void (*softmax)(float* x, int64_t n);
+  // Rotates x[n_heads, head_dim] in place for position `pos`: the first n_rot
+  // dims of each head, pair i by angle pos * inv_freq[i] (inv_freq[n_rot/2]).
+  void (*rope)(float* x, int n_heads, int head_dim, int n_rot, int32_t pos, const float* inv_freq,
+               RopeStyle style);
+};
+
+// The table for `isa`; isa must be in supported_isas().
+const Kernels& kernels_for(Isa isa);
+// kernels_for(best_isa()).
+const Kernels& kernels();
+
+}  // namespace tessera::cpu

@@ -1,0 +1,78 @@
+#include "core/cpu_features.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+namespace tessera {
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return "scalar";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+namespace {
+
+// Distinct (physical id, core id) pairs in /proc/cpuinfo; falls back to the
+// hardware thread count.
+int count_physical_cores() {
+  std::ifstream in("/proc/cpuinfo");
+  std::set<std::pair<int, int>> cores;
+  int phys = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    auto value = [&]() { return std::atoi(line.c_str() + line.find(':') + 1); };
+    if (line.rfind("physical id", 0) == 0) phys = value();
+    if (line.rfind("core id", 0) == 0) cores.insert({phys, value()});
+  }
+  if (!cores.empty()) return static_cast<int>(cores.size());
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+CpuFeatures detect() {
+  CpuFeatures f;
+  __builtin_cpu_init();
+  f.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
+  f.physical_cores = count_physical_cores();
+  return f;
+}
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = detect();
+  return features;
+}
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> out{Isa::kScalar};
+  // The AVX-512 path also uses VNNI for int8 dot products.
+  if (cpu_features().avx2) out.push_back(Isa::kAvx2);
+  if (cpu_features().avx512_vnni) out.push_back(Isa::kAvx512);
+  return out;
+}
+
+Isa best_isa() {
+  Isa best = supported_isas().back();
+  if (const char* env = std::getenv("TESSERA_ISA")) {
+    const std::string_view want(env);
+    for (Isa isa : supported_isas()) {
+      if (want == isa_name(isa) && isa < best) best = isa;
+    }
+  }
+  return best;
+}
+
+}  // namespace tessera

@@ -1,0 +1,36 @@
+// A read-only memory mapping of a whole file. Model weights are used in
+// place from the mapping, so loading costs no copy.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "tessera/status.h"
+
+namespace tessera {
+
+class MappedFile {
+ public:
+  // Maps `path` read-only. Errors: not found / unreadable (kNotFound),
+  // a directory or a mapping failure (kInvalidArgument).
+  static Result<MappedFile> open(const std::string& path);
+
+  MappedFile() = default;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::string path_;
+};
+
+}  // namespace tessera
