@@ -1,0 +1,52 @@
+// GGUF writer (version 3): metadata of every type and tensors of any
+// tessera DType, aligned per general.alignment. Used by the random-weight
+// model generator (bench/) and by tests that synthesise models.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "formats/gguf_reader.h"
+#include "tessera/status.h"
+
+namespace tessera {
+
+class GgufWriter {
+ public:
+  void add_uint32(const std::string& key, uint32_t v);
+  void add_int32(const std::string& key, int32_t v);
+  void add_uint64(const std::string& key, uint64_t v);
+  void add_float32(const std::string& key, float v);
+  void add_bool(const std::string& key, bool v);
+  void add_string(const std::string& key, const std::string& v);
+  void add_string_array(const std::string& key, const std::vector<std::string>& v);
+  void add_float32_array(const std::string& key, const std::vector<float>& v);
+  void add_int32_array(const std::string& key, const std::vector<int32_t>& v);
+  // Any value, as the reader returns it (used to copy metadata between files).
+  void add_value(const std::string& key, const GgufValue& v);
+
+  // Adds a tensor. `shape` is in ggml order (shape[0] contiguous); `bytes`
+  // must hold exactly the tensor's size for `dtype` and is copied.
+  void add_tensor(const std::string& name, std::vector<int64_t> shape, DType dtype,
+                  std::vector<uint8_t> bytes);
+
+  // Writes the file; kInvalidArgument if a tensor's byte count is wrong,
+  // kInternal on an I/O failure.
+  Status write(const std::string& path, uint32_t alignment = 32) const;
+  // The same bytes in memory.
+  Result<std::vector<uint8_t>> to_bytes(uint32_t alignment = 32) const;
+
+ private:
+  struct Tensor {
+    std::string name;
+    std::vector<int64_t> shape;
+    DType dtype;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<GgufKeyValue> kvs_;
+  std::vector<Tensor> tensors_;
+};
+
+}  // namespace tessera
