@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/dtype.h"
@@ -30,8 +31,22 @@ enum class GgufType : uint32_t {
 
 const char* gguf_type_name(GgufType t);
 
+// Block layout of a ggml tensor type: `block_elems` elements (along shape[0])
+// stored in `block_bytes` bytes. Known for every standard ggml type, including
+// those tessera cannot compute with (k-quants, i-quants, integer types), so
+// that files using them can still be listed.
+struct GgmlTypeLayout {
+  int64_t block_elems = 0;
+  uint64_t block_bytes = 0;
+};
+// nullopt for ids that are unknown or were removed from ggml.
+std::optional<GgmlTypeLayout> ggml_type_layout(uint32_t ggml_type);
+
 // One metadata value. Scalars are widened: integer types and bool into
-// `i` (signed) / `u` (unsigned), floats into `f`. Arrays hold elements of one
+// `i` (signed) / `u` (unsigned), floats into `f`. The reader fills both `i`
+// and `u` for every integer type and bool (`i` wraps for uint64 values above
+// INT64_MAX; as_int() then returns nullopt); the writer reads `u` for
+// unsigned types, `i` for signed ones and `i != 0 || u != 0` for bool. Arrays hold elements of one
 // type `array_type` in `array` (nested arrays are allowed by the spec).
 struct GgufValue {
   GgufType type = GgufType::kUint8;
@@ -68,8 +83,13 @@ struct GgufTensorInfo {
 
 class GgufFile {
  public:
-  // Maps and parses `path`. Errors: kNotFound (cannot open), kDataLoss
-  // (truncated/corrupt), kUnimplemented (GGUF v1, unknown tensor type).
+  // Maps and parses `path`. Errors: kNotFound (cannot open), kInvalidArgument
+  // (not a regular file), kDataLoss (truncated/corrupt: bad magic, counts or
+  // lengths past the end, duplicate keys or tensor names, bad alignment,
+  // misaligned, overlapping or out-of-file tensor data, more than kMaxDims
+  // dimensions), kUnimplemented (GGUF versions other than 2 and 3, unknown or
+  // removed ggml tensor types). Messages start with the file name and give the
+  // byte offset and/or the tensor name.
   static Result<GgufFile> open(const std::string& path);
   // Parses bytes owned by the caller, who keeps them alive while the result
   // is used. `name` appears in error messages.
@@ -97,6 +117,11 @@ class GgufFile {
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;
 
+  // Limits applied while parsing (exposed for tests).
+  static constexpr uint32_t kMaxDims = 4;
+  static constexpr int kMaxArrayDepth = 8;
+  static constexpr uint64_t kDefaultAlignment = 32;
+
  private:
   std::shared_ptr<MappedFile> file_;  // null when parsed from caller-owned bytes
   const uint8_t* data_ = nullptr;
@@ -107,6 +132,9 @@ class GgufFile {
   uint64_t data_offset_ = 0;
   std::vector<GgufKeyValue> metadata_;
   std::vector<GgufTensorInfo> tensors_;
+  // Name -> index into metadata_ / tensors_ (the parser rejects duplicates).
+  std::unordered_map<std::string, size_t> metadata_index_;
+  std::unordered_map<std::string, size_t> tensor_index_;
 
   friend class GgufParser;
 };

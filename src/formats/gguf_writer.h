@@ -13,6 +13,12 @@
 
 namespace tessera {
 
+// Metadata is written in insertion order; adding a key again replaces its
+// value in place (GGUF forbids duplicate keys). general.alignment is written
+// when the alignment passed to write()/to_bytes() is not the default 32, and
+// a copied general.alignment is overwritten with the alignment actually used.
+// Tensor data is written in insertion order, each tensor padded with zeros to
+// the alignment.
 class GgufWriter {
  public:
   void add_uint32(const std::string& key, uint32_t v);
@@ -32,8 +38,11 @@ class GgufWriter {
   void add_tensor(const std::string& name, std::vector<int64_t> shape, DType dtype,
                   std::vector<uint8_t> bytes);
 
-  // Writes the file; kInvalidArgument if a tensor's byte count is wrong,
-  // kInternal on an I/O failure.
+  // Writes the file; kInvalidArgument if a tensor's byte count or shape is
+  // wrong (negative dims, more than 4, shape[0] not a multiple of the block
+  // size), on duplicate tensor names, an alignment that is not a nonzero power
+  // of two, or a malformed value (array element type mismatch); kInternal on
+  // an I/O failure.
   Status write(const std::string& path, uint32_t alignment = 32) const;
   // The same bytes in memory.
   Result<std::vector<uint8_t>> to_bytes(uint32_t alignment = 32) const;
