@@ -1,0 +1,33 @@
+#include "cli_common.h"
+
+#include <fmt/core.h>
+
+#include "core/byte_size.h"
+#include "core/cpu_features.h"
+
+namespace tessera::cli {
+
+void add_engine_flags(CLI::App& app, EngineFlags& f) {
+  app.add_option("-m,--model", f.model, "Model file (GGUF)")->required();
+  app.add_option("-t,--threads", f.threads, "Worker threads (default: physical cores)")->check(CLI::Range(1, 1024));
+  app.add_option("-c,--ctx-size", f.ctx_size, "Context size in tokens; sizes the KV cache (default: min(trained, 4096))")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  app.add_option("--kv-cache-memory", f.kv_cache_memory, "KV cache memory budget, e.g. 64MiB or 2GiB (overrides --ctx-size)");
+}
+
+int resolve_threads(const EngineFlags& f) { return f.threads > 0 ? f.threads : cpu_features().physical_cores; }
+
+Result<uint64_t> kv_memory_bytes(const EngineFlags& f) {
+  if (f.kv_cache_memory.empty()) return uint64_t{0};
+  auto r = parse_byte_size(f.kv_cache_memory);
+  if (!r.ok()) return invalid_argument("--kv-cache-memory: " + r.status().message());
+  if (*r == 0) return invalid_argument("--kv-cache-memory must be positive");
+  return *r;
+}
+
+int fail(const Status& status) {
+  fmt::print(stderr, "tessera: error: {}\n", status.message());
+  return 1;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,42 @@
+// Pieces shared by the tessera subcommands: engine flags, error exits.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "tessera/status.h"
+
+namespace tessera::cli {
+
+// Flags every command that runs a model takes.
+struct EngineFlags {
+  std::string model;
+  int threads = 0;              // 0: physical cores
+  int64_t ctx_size = 0;         // 0: min(trained context, 4096)
+  std::string kv_cache_memory;  // e.g. "64MiB"; overrides ctx_size
+};
+
+void add_engine_flags(CLI::App& app, EngineFlags& flags);
+// Threads to use: the flag, else the number of physical cores.
+int resolve_threads(const EngineFlags& flags);
+// KV budget in bytes from --kv-cache-memory (0 when unset); kInvalidArgument on a bad size.
+Result<uint64_t> kv_memory_bytes(const EngineFlags& flags);
+
+// Prints "tessera: error: <message>" and returns exit code 1.
+int fail(const Status& status);
+
+// Exit codes: 0 ok, 1 runtime error (bad model, prompt too long), 2 usage error.
+inline constexpr int kExitUsage = 2;
+
+// Each adds its subcommand to `app` and returns the function that runs it
+// once the command line is parsed (returning the exit code).
+using Runner = std::function<int()>;
+Runner register_run(CLI::App& app);
+Runner register_inspect(CLI::App& app);
+Runner register_bench(CLI::App& app);
+Runner register_random_model(CLI::App& app);
+
+}  // namespace tessera::cli

@@ -1,0 +1,96 @@
+// `tessera bench`: memory read bandwidth, then batch-1 decode and prefill
+// speed of a model, with decode as a fraction of the bandwidth roofline
+// (bytes read per token / bandwidth) and prefill as achieved FLOP/s.
+#include <fmt/core.h>
+
+#include <chrono>
+#include <memory>
+
+#include "backend/cpu/bandwidth.h"
+#include "backend/cpu/kernels.h"
+#include "cli_common.h"
+#include "core/byte_size.h"
+#include "engine/generator.h"
+
+namespace tessera::cli {
+
+namespace {
+
+struct BenchOptions {
+  EngineFlags engine;
+  int prompt_tokens = 512;
+  int decode_tokens = 32;
+  int repeats = 3;
+  bool skip_bandwidth = false;
+};
+
+int bench_main(const BenchOptions& o) {
+  auto model = Model::load(o.engine.model);
+  if (!model.ok()) return fail(model.status());
+  const Model& m = **model;
+  const int threads = resolve_threads(o.engine);
+  ThreadPool pool(threads);
+  const cpu::Kernels& kernels = cpu::kernels();
+  fmt::print("model: {} ({}, {} layers, embedding {}), threads: {}, kernels: {}\n", o.engine.model,
+             m.config().architecture, m.config().n_layers, m.config().n_embd, threads, isa_name(kernels.isa));
+  double bandwidth = 0;
+  if (!o.skip_bandwidth) {
+    bandwidth = cpu::measure_read_bandwidth(pool);
+    fmt::print("memory read bandwidth: {:.2f} GB/s ({} threads)\n", bandwidth / 1e9, threads);
+  }
+  auto gen = Generator::create(m, pool, kernels, 0, o.prompt_tokens + o.decode_tokens + 16);
+  if (!gen.ok()) return fail(gen.status());
+  std::vector<int32_t> prompt(static_cast<size_t>(o.prompt_tokens));
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 3) % static_cast<size_t>(m.config().n_vocab));
+  prompt[0] = m.tokenizer().bos_id() >= 0 ? m.tokenizer().bos_id() : prompt[0];
+
+  GenerationOptions opts;
+  opts.sampling.temperature = 0;
+  opts.max_tokens = o.decode_tokens;
+  double best_prefill_ms = 1e30;
+  double best_tpot_ms = 1e30;
+  for (int r = 0; r < o.repeats; ++r) {
+    auto s = (*gen)->generate(prompt, opts, [](int32_t) { return true; });
+    if (!s.ok()) return fail(s.status());
+    best_prefill_ms = std::min(best_prefill_ms, s->prefill_ms);
+    if (s->generated_tokens > 1) best_tpot_ms = std::min(best_tpot_ms, s->decode_ms / (s->generated_tokens - 1));
+  }
+  const ModelConfig& c = m.config();
+  const uint64_t weight_bytes = m.weights().matrix_bytes();
+  // Average KV bytes read per decode step over the measured positions.
+  const double kv_bytes = static_cast<double>((*gen)->kv_spec().bytes_per_token()) * (o.prompt_tokens + o.decode_tokens / 2.0);
+  const double bytes_per_token = static_cast<double>(weight_bytes) + kv_bytes;
+  const double decode_tps = 1000.0 / best_tpot_ms;
+  fmt::print("decode (batch 1, context ~{}): {:.2f} tokens/s, TPOT {:.2f} ms, {} read per token\n", o.prompt_tokens,
+             decode_tps, best_tpot_ms, format_byte_size(static_cast<uint64_t>(bytes_per_token)));
+  if (bandwidth > 0) {
+    const double roofline = bandwidth / bytes_per_token;
+    fmt::print("decode roofline: {:.2f} tokens/s -> {:.1f}% of the memory-bandwidth limit ({:.2f} GB/s effective)\n",
+               roofline, 100.0 * decode_tps / roofline, decode_tps * bytes_per_token / 1e9);
+  }
+  // 2 FLOPs per weight per token, plus attention (QK and PV) over the causal prompt.
+  const double matrix_params = static_cast<double>(c.n_layers) *
+                                   (2.0 * c.n_embd * c.n_heads * c.head_dim + 2.0 * c.n_embd * c.n_kv_heads * c.head_dim +
+                                    3.0 * c.n_embd * c.n_ff) +
+                               static_cast<double>(c.n_vocab) * c.n_embd / o.prompt_tokens;
+  const double attn_flops = 2.0 * c.n_layers * c.n_heads * c.head_dim * static_cast<double>(o.prompt_tokens) * o.prompt_tokens;
+  const double prefill_flops = 2.0 * matrix_params * o.prompt_tokens + attn_flops;
+  fmt::print("prefill ({} tokens): {:.1f} tokens/s, {:.1f} GFLOP/s\n", o.prompt_tokens,
+             o.prompt_tokens * 1000.0 / best_prefill_ms, prefill_flops / best_prefill_ms / 1e6);
+  return 0;
+}
+
+}  // namespace
+
+Runner register_bench(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* sub = app.add_subcommand("bench", "Measure memory bandwidth, decode and prefill speed of a model");
+  add_engine_flags(*sub, o->engine);
+  sub->add_option("-p,--prompt-tokens", o->prompt_tokens, "Prompt tokens for prefill")->check(CLI::Range(1, 1 << 20));
+  sub->add_option("-n,--decode-tokens", o->decode_tokens, "Tokens to decode")->check(CLI::Range(2, 1 << 20));
+  sub->add_option("-r,--repeats", o->repeats, "Repetitions (best is reported)")->check(CLI::Range(1, 100));
+  sub->add_flag("--skip-bandwidth", o->skip_bandwidth, "Do not measure memory bandwidth");
+  return [o] { return bench_main(*o); };
+}
+
+}  // namespace tessera::cli

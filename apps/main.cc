@@ -1,0 +1,33 @@
+// tessera: run and serve large language models. Subcommands live in cmd_*.cc.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <map>
+#include <string>
+
+#include "cli_common.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"tessera: run large language models (GGUF) on the CPU"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tessera 0.1.0");
+  const std::map<std::string, tessera::cli::Runner> runners = {
+      {"run", tessera::cli::register_run(app)},
+      {"inspect", tessera::cli::register_inspect(app)},
+      {"bench", tessera::cli::register_bench(app)},
+      {"random-model", tessera::cli::register_random_model(app)},
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "tessera: error: {} (see --help)\n", e.what());
+    return tessera::cli::kExitUsage;
+  }
+  return runners.at(app.get_subcommands().front()->get_name())();
+}

@@ -1,0 +1,86 @@
+#include "backend/cpu/paged_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace tessera::cpu {
+
+namespace {
+
+// Work item: one query token and one KV head (all query heads of its group).
+struct Item {
+  int32_t token;
+  int32_t kv_head;
+  const AttentionSeq* seq;
+};
+
+void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int32_t pos,
+                const AttentionSeq& seq, const KvBuffer& kv, int layer, int32_t kv_head, float* out,
+                std::vector<float>& scratch) {
+  const int32_t group = sh.n_heads / sh.n_kv_heads;
+  const int32_t hd = sh.head_dim;
+  const int32_t bs = kv.spec().block_size;
+  scratch.assign(static_cast<size_t>(group) * (2 + bs), 0.0f);
+  float* m = scratch.data();            // [group] running max
+  float* l = m + group;                 // [group] running sum
+  float* s = l + group;                 // [group, bs] scores of one tile
+  for (int32_t g = 0; g < group; ++g) {
+    m[g] = -std::numeric_limits<float>::infinity();
+    std::fill(out + static_cast<int64_t>(g) * hd, out + static_cast<int64_t>(g + 1) * hd, 0.0f);
+  }
+  const int32_t n_ctx = pos + 1;
+  const int64_t head_off = static_cast<int64_t>(kv_head) * hd;
+  for (int32_t start = 0; start < n_ctx; start += bs) {
+    const int64_t slot0 = static_cast<int64_t>(seq.block_table[static_cast<size_t>(start / bs)]) * bs;
+    const int32_t n = std::min(bs, n_ctx - start);
+    for (int32_t g = 0; g < group; ++g) {
+      const float* qg = q + static_cast<int64_t>(g) * hd;
+      float tile_max = -std::numeric_limits<float>::infinity();
+      float* sg = s + static_cast<int64_t>(g) * bs;
+      for (int32_t j = 0; j < n; ++j) {
+        sg[j] = k.dot_f16(kv.k(layer, slot0 + j) + head_off, qg, hd) * sh.scale;
+        tile_max = std::max(tile_max, sg[j]);
+      }
+      const float m_new = std::max(m[g], tile_max);
+      const float correction = std::exp(m[g] - m_new);  // 0 on the first tile
+      float* og = out + static_cast<int64_t>(g) * hd;
+      if (correction != 1.0f) k.scale(og, correction, hd);
+      float sum = 0.0f;
+      for (int32_t j = 0; j < n; ++j) {
+        const float p = std::exp(sg[j] - m_new);
+        sum += p;
+        k.axpy_f16(p, kv.v(layer, slot0 + j) + head_off, og, hd);
+      }
+      l[g] = l[g] * correction + sum;
+      m[g] = m_new;
+    }
+  }
+  for (int32_t g = 0; g < group; ++g) k.scale(out + static_cast<int64_t>(g) * hd, 1.0f / l[g], hd);
+}
+
+}  // namespace
+
+void paged_attention(ThreadPool& pool, const Kernels& k, const AttentionShape& shape, const float* q,
+                     const int32_t* positions, std::span<const AttentionSeq> seqs, const KvBuffer& kv,
+                     int layer, float* out) {
+  std::vector<Item> items;
+  for (const AttentionSeq& seq : seqs) {
+    for (int32_t t = seq.token_begin; t < seq.token_begin + seq.n_tokens; ++t) {
+      for (int32_t h = 0; h < shape.n_kv_heads; ++h) items.push_back({t, h, &seq});
+    }
+  }
+  const int32_t group = shape.n_heads / shape.n_kv_heads;
+  const int64_t row = static_cast<int64_t>(shape.n_heads) * shape.head_dim;
+  pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t b, int64_t e) {
+    std::vector<float> scratch;
+    for (int64_t i = b; i < e; ++i) {
+      const Item& it = items[static_cast<size_t>(i)];
+      const int64_t off = it.token * row + static_cast<int64_t>(it.kv_head) * group * shape.head_dim;
+      attend_one(k, shape, q + off, positions[it.token], *it.seq, kv, layer, it.kv_head, out + off, scratch);
+    }
+  });
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,76 @@
+// Generator: drives one request at a time through the model — prefill the
+// prompt (in chunks), then decode token by token — over a paged KV cache.
+// The serving engine (continuous batching) replaces this driver later; the
+// forward pass it calls already takes ragged multi-sequence batches.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/kv_buffer.h"
+#include "core/thread_pool.h"
+#include "kv/block_pool.h"
+#include "kv/kv_cache_spec.h"
+#include "model/model.h"
+#include "model/transformer.h"
+#include "sample/sampling_params.h"
+#include "tessera/status.h"
+
+namespace tessera {
+
+enum class FinishReason { kStop, kLength };
+
+struct GenerationOptions {
+  int32_t max_tokens = 128;      // -1: until EOS or the context is full
+  SamplingParams sampling;
+  int32_t prefill_chunk = 512;   // prompt tokens per forward call
+};
+
+struct GenerationStats {
+  int32_t prompt_tokens = 0;
+  int32_t generated_tokens = 0;
+  double ttft_ms = 0;     // submit -> first generated token
+  double prefill_ms = 0;  // all prompt forward passes
+  double decode_ms = 0;   // forward passes after the first token
+  FinishReason finish = FinishReason::kLength;
+};
+
+class Generator {
+ public:
+  // Sizes the KV cache from kv_memory_bytes (if non-zero) or ctx_tokens.
+  // Borrows model, pool and kernels.
+  static Result<std::unique_ptr<Generator>> create(const Model& model, ThreadPool& pool, const cpu::Kernels& kernels,
+                                                   uint64_t kv_memory_bytes, int64_t ctx_tokens);
+
+  const KvCacheSpec& kv_spec() const { return kv_->spec(); }
+  // Tokens one sequence can hold (prompt plus generated).
+  int64_t context_tokens() const { return kv_->spec().capacity_tokens(); }
+
+  // Generates after `prompt` (token ids, BOS included if wanted). on_token is
+  // called with each generated token (EOS excluded) and may return false to
+  // stop. Errors: empty prompt or one that leaves no room to generate
+  // (kOutOfRange), invalid sampling parameters or token ids (kInvalidArgument).
+  Result<GenerationStats> generate(const std::vector<int32_t>& prompt, const GenerationOptions& options,
+                                   const std::function<bool(int32_t)>& on_token);
+
+  // Logits of the last prompt token after prefilling `prompt` in chunks of
+  // `chunk` tokens ([n_vocab]); the sequence is released afterwards. For tests.
+  Result<std::vector<float>> prefill_logits(const std::vector<int32_t>& prompt, int32_t chunk);
+
+  Transformer& transformer() { return transformer_; }
+  cpu::KvBuffer& kv() { return *kv_; }
+  BlockPool& block_pool() { return block_pool_; }
+
+ private:
+  Generator(const Model& model, ThreadPool& pool, const cpu::Kernels& kernels, std::unique_ptr<cpu::KvBuffer> kv);
+
+  const Model& model_;
+  std::unique_ptr<cpu::KvBuffer> kv_;
+  BlockPool block_pool_;
+  Transformer transformer_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,38 @@
+// BlockTable: the KV blocks one sequence owns, in position order. Token at
+// position p lives in block blocks()[p / block_size] at offset p % block_size;
+// its slot (the row index in the KV buffer) is block * block_size + offset.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kv/block_pool.h"
+#include "tessera/status.h"
+
+namespace tessera {
+
+class BlockTable {
+ public:
+  explicit BlockTable(int32_t block_size) : block_size_(block_size) {}
+
+  int32_t block_size() const { return block_size_; }
+  const std::vector<int32_t>& blocks() const { return blocks_; }
+  // Tokens the current blocks can hold.
+  int64_t capacity() const { return static_cast<int64_t>(blocks_.size()) * block_size_; }
+
+  // Allocates blocks from `pool` until n_tokens fit. On failure no block is
+  // kept from this call and kResourceExhausted is returned.
+  Status reserve(int64_t n_tokens, BlockPool& pool);
+  // The slot of position `pos` (< capacity()).
+  int64_t slot(int64_t pos) const {
+    return static_cast<int64_t>(blocks_[static_cast<size_t>(pos / block_size_)]) * block_size_ + pos % block_size_;
+  }
+  // Returns every block to `pool`.
+  void release_all(BlockPool& pool);
+
+ private:
+  int32_t block_size_;
+  std::vector<int32_t> blocks_;
+};
+
+}  // namespace tessera

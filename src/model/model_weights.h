@@ -1,0 +1,41 @@
+// The weights of a Llama-family decoder as views into the mapped GGUF file
+// (no copy), checked against the config's shapes at load time. Norm weights
+// are small and converted to f32.
+#pragma once
+
+#include <vector>
+
+#include "backend/cpu/matmul.h"
+#include "formats/gguf_reader.h"
+#include "model/model_config.h"
+#include "tessera/status.h"
+
+namespace tessera {
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // [n_embd]
+  cpu::MatrixView wq;            // [n_heads * head_dim, n_embd]
+  cpu::MatrixView wk;            // [n_kv_heads * head_dim, n_embd]
+  cpu::MatrixView wv;            // [n_kv_heads * head_dim, n_embd]
+  cpu::MatrixView wo;            // [n_embd, n_heads * head_dim]
+  std::vector<float> ffn_norm;   // [n_embd]
+  cpu::MatrixView w_gate;        // [n_ff, n_embd]
+  cpu::MatrixView w_up;          // [n_ff, n_embd]
+  cpu::MatrixView w_down;        // [n_embd, n_ff]
+};
+
+struct ModelWeights {
+  cpu::MatrixView token_embd;     // [n_vocab, n_embd]
+  std::vector<float> output_norm;  // [n_embd]
+  cpu::MatrixView output;         // [n_vocab, n_embd]; token_embd when tied
+  std::vector<LayerWeights> layers;
+
+  // Bytes of every matrix read per decoded token (embedding row excluded).
+  uint64_t matrix_bytes() const;
+};
+
+// Binds and validates every tensor. Errors name the tensor: missing
+// (kNotFound), wrong shape (kInvalidArgument), unsupported type (kUnimplemented).
+Result<ModelWeights> bind_weights(const GgufFile& gguf, const ModelConfig& config);
+
+}  // namespace tessera

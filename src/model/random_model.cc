@@ -1,0 +1,148 @@
+#include "model/random_model.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "core/quant_ref.h"
+#include "formats/gguf_writer.h"
+
+namespace tessera {
+
+namespace {
+
+// xorshift64* stream: cheap and reproducible per (seed, tensor, row).
+struct Rng {
+  uint64_t s;
+  explicit Rng(uint64_t seed) : s(seed * 0x9e3779b97f4a7c15ull + 0x2545f4914f6cdd1dull) {
+    if (s == 0) s = 1;
+  }
+  float uniform() {  // [-1, 1)
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    return static_cast<float>((s * 0x2545f4914f6cdd1dull) >> 40) * 0x1.0p-23f - 1.0f;
+  }
+};
+
+std::vector<uint8_t> random_matrix(int64_t rows, int64_t cols, DType dtype, uint64_t seed, ThreadPool& pool) {
+  const size_t row_bytes = dtype_row_bytes(dtype, cols);
+  std::vector<uint8_t> out(static_cast<size_t>(rows) * row_bytes);
+  const float amp = 0.02f * std::sqrt(3.0f);  // uniform with std 0.02
+  pool.parallel_for(rows, [&](int64_t b, int64_t e) {
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = b; r < e; ++r) {
+      Rng rng(seed ^ (static_cast<uint64_t>(r) << 20));
+      for (auto& v : row) v = rng.uniform() * amp;
+      quantize_row(dtype, row.data(), out.data() + static_cast<size_t>(r) * row_bytes, cols);
+    }
+  });
+  return out;
+}
+
+std::vector<uint8_t> norm_vector(int64_t n, uint64_t seed) {
+  std::vector<float> v(static_cast<size_t>(n));
+  Rng rng(seed);
+  for (auto& x : v) x = 1.0f + 0.1f * rng.uniform();
+  std::vector<uint8_t> bytes(v.size() * 4);
+  std::memcpy(bytes.data(), v.data(), bytes.size());
+  return bytes;
+}
+
+}  // namespace
+
+std::optional<RandomModelShape> random_model_preset(std::string_view name) {
+  if (name == "tinyllama-1.1b") return RandomModelShape{"tinyllama-1.1b", 32000, 2048, 22, 5632, 32, 4, 2048, 10000.0f, false};
+  if (name == "llama-3.2-1b") return RandomModelShape{"llama-3.2-1b", 128256, 2048, 16, 8192, 32, 8, 131072, 500000.0f, true};
+  if (name == "tiny") return RandomModelShape{"tiny", 512, 64, 2, 128, 4, 2, 2048, 10000.0f, false};
+  return std::nullopt;
+}
+
+std::vector<std::string> random_model_preset_names() { return {"tinyllama-1.1b", "llama-3.2-1b", "tiny"}; }
+
+namespace {
+
+Result<GgufWriter> build_writer(const RandomModelShape& s, DType dtype, uint64_t seed, ThreadPool& pool) {
+  const int block = dtype_block_elems(dtype);
+  if (s.n_embd % block != 0 || s.n_ff % block != 0) {
+    return invalid_argument("shape '" + s.name + "' has dims that are not multiples of " + std::to_string(block) +
+                            " for " + dtype_name(dtype));
+  }
+  if (s.n_embd % s.n_heads != 0 || s.n_heads % s.n_kv_heads != 0 || s.n_vocab < 259) {
+    return invalid_argument("shape '" + s.name + "' is inconsistent");
+  }
+  GgufWriter w;
+  w.add_string("general.architecture", "llama");
+  w.add_string("general.name", "random " + s.name);
+  w.add_uint32("llama.context_length", static_cast<uint32_t>(s.context_length));
+  w.add_uint32("llama.embedding_length", static_cast<uint32_t>(s.n_embd));
+  w.add_uint32("llama.block_count", static_cast<uint32_t>(s.n_layers));
+  w.add_uint32("llama.feed_forward_length", static_cast<uint32_t>(s.n_ff));
+  w.add_uint32("llama.attention.head_count", static_cast<uint32_t>(s.n_heads));
+  w.add_uint32("llama.attention.head_count_kv", static_cast<uint32_t>(s.n_kv_heads));
+  w.add_uint32("llama.rope.dimension_count", static_cast<uint32_t>(s.n_embd / s.n_heads));
+  w.add_float32("llama.rope.freq_base", s.rope_freq_base);
+  w.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<float> scores = {0, 0, 0};
+  std::vector<int32_t> types = {2, 3, 3};
+  for (int b = 0; b < 256; ++b) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+    tokens.emplace_back(buf);
+    scores.push_back(0);
+    types.push_back(6);
+  }
+  for (int i = static_cast<int>(tokens.size()); i < s.n_vocab; ++i) {
+    tokens.push_back("\xe2\x96\x81t" + std::to_string(i));
+    scores.push_back(-static_cast<float>(i));
+    types.push_back(1);
+  }
+  w.add_string("tokenizer.ggml.model", "llama");
+  w.add_string_array("tokenizer.ggml.tokens", tokens);
+  w.add_float32_array("tokenizer.ggml.scores", scores);
+  w.add_int32_array("tokenizer.ggml.token_type", types);
+  w.add_uint32("tokenizer.ggml.bos_token_id", 1);
+  w.add_uint32("tokenizer.ggml.eos_token_id", 2);
+  w.add_uint32("tokenizer.ggml.unknown_token_id", 0);
+
+  const int64_t e = s.n_embd;
+  const int64_t hd = e / s.n_heads;
+  const int64_t kv = hd * s.n_kv_heads;
+  uint64_t tensor_seed = seed;
+  auto mat = [&](const std::string& name, int64_t rows, int64_t cols) {
+    w.add_tensor(name, {cols, rows}, dtype, random_matrix(rows, cols, dtype, ++tensor_seed, pool));
+  };
+  mat("token_embd.weight", s.n_vocab, e);
+  w.add_tensor("output_norm.weight", {e}, DType::kF32, norm_vector(e, ++tensor_seed));
+  if (!s.tied_output) mat("output.weight", s.n_vocab, e);
+  for (int l = 0; l < s.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    w.add_tensor(p + "attn_norm.weight", {e}, DType::kF32, norm_vector(e, ++tensor_seed));
+    mat(p + "attn_q.weight", e, e);
+    mat(p + "attn_k.weight", kv, e);
+    mat(p + "attn_v.weight", kv, e);
+    mat(p + "attn_output.weight", e, e);
+    w.add_tensor(p + "ffn_norm.weight", {e}, DType::kF32, norm_vector(e, ++tensor_seed));
+    mat(p + "ffn_gate.weight", s.n_ff, e);
+    mat(p + "ffn_up.weight", s.n_ff, e);
+    mat(p + "ffn_down.weight", e, s.n_ff);
+  }
+  return w;
+}
+
+}  // namespace
+
+Result<std::vector<uint8_t>> random_model_gguf(const RandomModelShape& shape, DType dtype, uint64_t seed,
+                                               ThreadPool& pool) {
+  TESSERA_ASSIGN_OR_RETURN(GgufWriter w, build_writer(shape, dtype, seed, pool));
+  return w.to_bytes();
+}
+
+Status write_random_model(const RandomModelShape& shape, DType dtype, uint64_t seed, ThreadPool& pool,
+                          const std::string& path) {
+  TESSERA_ASSIGN_OR_RETURN(GgufWriter w, build_writer(shape, dtype, seed, pool));
+  return w.write(path);
+}
+
+}  // namespace tessera
