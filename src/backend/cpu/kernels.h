@@ -48,6 +48,9 @@ struct Kernels {
   // dims of each head, pair i by angle pos * inv_freq[i] (inv_freq[n_rot/2]).
   void (*rope)(float* x, int n_heads, int head_dim, int n_rot, int32_t pos, const float* inv_freq,
                RopeStyle style);
+
+  // Sum of x[n]: the read loop of the memory-bandwidth probe (bandwidth.h).
+  float (*sum_f32)(const float* x, int64_t n);
 };
 
 // The table for `isa`; isa must be in supported_isas().

@@ -1,0 +1,49 @@
+#include "backend/cpu/bandwidth.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/cpu/kernels.h"
+
+namespace tessera::cpu {
+
+double measure_read_bandwidth(ThreadPool& pool, size_t bytes, int repeats) {
+  const int64_t n = static_cast<int64_t>(bytes / sizeof(float));
+  if (n <= 0 || repeats <= 0) return 0.0;
+  // Uninitialised on purpose: the parallel fill below is the first touch.
+  std::unique_ptr<float[]> buf(new float[static_cast<size_t>(n)]);
+  const Kernels& k = kernels();
+  auto chunk = [&](int i, int nt, int64_t* b, int64_t* e) {
+    // 16-float (64-byte) aligned boundaries so threads do not share lines.
+    const int64_t lines = (n + 15) / 16;
+    *b = std::min(n, lines * i / nt * 16);
+    *e = std::min(n, lines * (i + 1) / nt * 16);
+  };
+  pool.run([&](int i, int nt) {
+    int64_t b, e;
+    chunk(i, nt, &b, &e);
+    std::fill(buf.get() + b, buf.get() + e, 1.0f);
+  });
+
+  std::vector<float> sums(static_cast<size_t>(pool.size()));
+  double best = 0.0;
+  for (int rep = 0; rep < repeats; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.run([&](int i, int nt) {
+      int64_t b, e;
+      chunk(i, nt, &b, &e);
+      // Stored so the compiler cannot drop the read loop.
+      sums[static_cast<size_t>(i)] = k.sum_f32(buf.get() + b, e - b);
+    });
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s > 0) best = std::max(best, static_cast<double>(n) * sizeof(float) / s);
+  }
+  volatile float sink = sums[0];
+  (void)sink;
+  return best;
+}
+
+}  // namespace tessera::cpu

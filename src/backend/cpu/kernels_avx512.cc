@@ -1,0 +1,276 @@
+// AVX-512 (F/BW/VL/DQ) + VNNI kernels. Compiled with TESSERA_AVX512_FLAGS and
+// only entered after cpu_features() reports AVX-512 with VNNI; internal
+// linkage throughout for the same reason as kernels_avx2.cc.
+// GCC 12's AVX-512 headers build undefined vectors as `__m512 __Y = __Y;`,
+// which -Wuninitialized reports at every inlined use (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "backend/cpu/kernels_internal.h"
+#include "core/dtype.h"
+
+namespace tessera::cpu::detail {
+namespace {
+
+float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+
+// Mask of the first `rem` lanes (rem may exceed 16).
+__mmask16 tail_mask(int64_t rem) {
+  return rem >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << rem) - 1u);
+}
+
+__m512 load_f32(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+__m512 load_f16(const uint16_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+__m512 load_bf16(const uint16_t* p, __mmask16 m) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+}
+
+// 64 elements per iteration in four accumulators; the tail uses masked loads
+// (masked-off lanes read nothing, so no over-read past the row).
+template <typename T, typename LoadW>
+float dot_generic(const T* w, const float* x, int64_t n, LoadW load_w) {
+  const __mmask16 all = 0xffff;
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+  __m512 a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    a0 = _mm512_fmadd_ps(load_w(w + i, all), _mm512_loadu_ps(x + i), a0);
+    a1 = _mm512_fmadd_ps(load_w(w + i + 16, all), _mm512_loadu_ps(x + i + 16), a1);
+    a2 = _mm512_fmadd_ps(load_w(w + i + 32, all), _mm512_loadu_ps(x + i + 32), a2);
+    a3 = _mm512_fmadd_ps(load_w(w + i + 48, all), _mm512_loadu_ps(x + i + 48), a3);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    a0 = _mm512_fmadd_ps(load_w(w + i, m), load_f32(x + i, m), a0);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+float dot_f32(const float* w, const float* x, int64_t n) { return dot_generic(w, x, n, load_f32); }
+float dot_f16(const uint16_t* w, const float* x, int64_t n) { return dot_generic(w, x, n, load_f16); }
+float dot_bf16(const uint16_t* w, const float* x, int64_t n) { return dot_generic(w, x, n, load_bf16); }
+
+__m256i load_q8(const int8_t* qs) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs)); }
+
+// Q4_0 nibbles unpacked into elements 0..31 (low nibbles first), minus 8.
+__m256i load_q4(const uint8_t* qs) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
+  return _mm256_sub_epi8(u, _mm256_set1_epi8(8));
+}
+
+// vpdpbusd multiplies unsigned by signed bytes and sums groups of four into
+// int32 without intermediate saturation: |w| * (x * sign(w)). 256-bit VNNI
+// matches a 34-byte block's 32 quants exactly; Zen 4 splits 512-bit ops into
+// two halves anyway.
+template <typename Block>
+__m256 block_term(const Block& w, const BlockQ8_0& x, __m256i wv, __m256 acc) {
+  const __m256i xv = load_q8(x.qs);
+  const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv));
+  const __m256 d = _mm256_set1_ps(half_to_float(w.d) * half_to_float(x.d));
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), d, acc);
+}
+
+float hsum256(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+float dot_q8_0(const BlockQ8_0* w, const BlockQ8_0* x, int64_t n) {
+  const int64_t nb = n / kQuantBlockElems;
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 4 <= nb; b += 4) {
+    a0 = block_term(w[b], x[b], load_q8(w[b].qs), a0);
+    a1 = block_term(w[b + 1], x[b + 1], load_q8(w[b + 1].qs), a1);
+    a2 = block_term(w[b + 2], x[b + 2], load_q8(w[b + 2].qs), a2);
+    a3 = block_term(w[b + 3], x[b + 3], load_q8(w[b + 3].qs), a3);
+  }
+  for (; b < nb; ++b) a0 = block_term(w[b], x[b], load_q8(w[b].qs), a0);
+  return hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+}
+
+float dot_q4_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n) {
+  const int64_t nb = n / kQuantBlockElems;
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 4 <= nb; b += 4) {
+    a0 = block_term(w[b], x[b], load_q4(w[b].qs), a0);
+    a1 = block_term(w[b + 1], x[b + 1], load_q4(w[b + 1].qs), a1);
+    a2 = block_term(w[b + 2], x[b + 2], load_q4(w[b + 2].qs), a2);
+    a3 = block_term(w[b + 3], x[b + 3], load_q4(w[b + 3].qs), a3);
+  }
+  for (; b < nb; ++b) a0 = block_term(w[b], x[b], load_q4(w[b].qs), a0);
+  return hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+}
+
+// lround semantics (half away from zero): the fraction v - trunc(v) is exact,
+// so the comparison with 0.5 decides exactly as lround does.
+__m512i round_half_away(__m512 v) {
+  const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(v, t));
+  const __m512 step = _mm512_or_ps(_mm512_and_ps(v, _mm512_set1_ps(-0.0f)), _mm512_set1_ps(1.0f));
+  const __mmask16 up = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+  return _mm512_cvttps_epi32(_mm512_mask_add_ps(t, up, t, step));
+}
+
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQuantBlockElems; ++b) {
+    const float* xb = x + b * kQuantBlockElems;
+    const __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+    const __m512 vid = _mm512_set1_ps(id);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), _mm512_cvtepi32_epi8(round_half_away(_mm512_mul_ps(v0, vid))));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16),
+                     _mm512_cvtepi32_epi8(round_half_away(_mm512_mul_ps(v1, vid))));
+  }
+}
+
+void axpy_f16(float a, const uint16_t* v, float* y, int64_t n) {
+  const __m512 va = _mm512_set1_ps(a);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(va, load_f16(v + i, m), load_f32(y + i, m)));
+  }
+}
+
+void scale(float* y, float a, int64_t n) {
+  const __m512 va = _mm512_set1_ps(a);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(load_f32(y + i, m), va));
+  }
+}
+
+// F16C keeps NaN payloads; core's fp32_to_fp16 canonicalises NaN to
+// sign | 0x7e00, so do the same for bit-identical rows.
+void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m256i h = _mm512_cvtps_ph(load_f32(x + i, m), _MM_FROUND_TO_NEAREST_INT);
+    const __mmask16 is_nan =
+        _mm256_cmpgt_epi16_mask(_mm256_and_si256(h, _mm256_set1_epi16(0x7fff)), _mm256_set1_epi16(0x7c00));
+    const __m256i qnan = _mm256_or_si256(_mm256_and_si256(h, _mm256_set1_epi16(static_cast<int16_t>(0x8000))),
+                                         _mm256_set1_epi16(0x7e00));
+    _mm256_mask_storeu_epi16(y + i, m, _mm256_mask_blend_epi16(is_nan, h, qnan));
+  }
+}
+
+void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
+    a0 = _mm512_fmadd_ps(v0, v0, a0);
+    a1 = _mm512_fmadd_ps(v1, v1, a1);
+  }
+  for (; i < n; i += 16) {
+    const __m512 v = load_f32(x + i, tail_mask(n - i));
+    a0 = _mm512_fmadd_ps(v, v, a0);
+  }
+  const float ss = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+  const __m512 vr = _mm512_set1_ps(1.0f / __builtin_sqrtf(ss / static_cast<float>(n) + eps));
+  for (i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_mul_ps(load_f32(x + i, m), vr), load_f32(w + i, m)));
+  }
+}
+
+// e^x to ~2 ulp (see kernels_avx2.cc exp256): range reduction by ln2, degree-7
+// Taylor polynomial, exponent scaling; exactly 0 below the smallest normal.
+__m512 exp512(__m512 x) {
+  const __m512 lo = _mm512_set1_ps(-87.33654f);
+  const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, lo), _mm512_set1_ps(88.0f));
+  const __m512 nf = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504f)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(0.693359375f), xc);
+  r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(nf), _mm512_set1_epi32(127)), 23);
+  const __m512 res = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ), res);
+}
+
+void silu_mul(const float* gate, const float* up, float* y, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 g = load_f32(gate + i, m);
+    const __m512 den = _mm512_add_ps(one, exp512(_mm512_sub_ps(_mm512_setzero_ps(), g)));
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_div_ps(g, den), load_f32(up + i, m)));
+  }
+}
+
+void softmax(float* x, int64_t n) {
+  if (n <= 0) return;
+  __m512 vmax = _mm512_set1_ps(x[0]);
+  for (int64_t i = 0; i < n; i += 16) vmax = _mm512_mask_max_ps(vmax, tail_mask(n - i), vmax, _mm512_maskz_loadu_ps(tail_mask(n - i), x + i));
+  const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+  __m512 vsum = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = tail_mask(n - i);
+    const __m512 e = _mm512_maskz_mov_ps(k, exp512(_mm512_sub_ps(load_f32(x + i, k), m)));
+    _mm512_mask_storeu_ps(x + i, k, e);
+    vsum = _mm512_add_ps(vsum, e);
+  }
+  scale(x, 1.0f / _mm512_reduce_add_ps(vsum), n);
+}
+
+float sum_f32(const float* x, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+  __m512 a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    a0 = _mm512_add_ps(a0, _mm512_loadu_ps(x + i));
+    a1 = _mm512_add_ps(a1, _mm512_loadu_ps(x + i + 16));
+    a2 = _mm512_add_ps(a2, _mm512_loadu_ps(x + i + 32));
+    a3 = _mm512_add_ps(a3, _mm512_loadu_ps(x + i + 48));
+  }
+  for (; i < n; i += 16) a0 = _mm512_add_ps(a0, load_f32(x + i, tail_mask(n - i)));
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+}  // namespace
+
+const Kernels& avx512_kernels() {
+  static constexpr Kernels k{
+      .isa = Isa::kAvx512,
+      .dot_f32 = dot_f32,
+      .dot_f16 = dot_f16,
+      .dot_bf16 = dot_bf16,
+      .dot_q8_0 = dot_q8_0,
+      .dot_q4_0 = dot_q4_0,
+      .quantize_row_q8_0 = quantize_row_q8_0,
+      .axpy_f16 = axpy_f16,
+      .scale = scale,
+      .f32_to_f16_row = f32_to_f16_row,
+      .rmsnorm = rmsnorm,
+      .silu_mul = silu_mul,
+      .softmax = softmax,
+      .rope = rope_scalar,
+      .sum_f32 = sum_f32,
+  };
+  return k;
+}
+
+}  // namespace tessera::cpu::detail

@@ -1,0 +1,22 @@
+// Per-ISA kernel tables behind kernels_for(). Each table lives in its own
+// translation unit compiled with that ISA's flags (cmake/compiler_flags.cmake);
+// the tables are constant-initialised so that nothing in an AVX file runs
+// before the run-time CPUID check has selected it.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/kernels.h"
+
+namespace tessera::cpu::detail {
+
+const Kernels& scalar_kernels();
+const Kernels& avx2_kernels();
+const Kernels& avx512_kernels();
+
+// Scalar entries that the SIMD tables share because they gain little from
+// vectorisation (rope's cost is dominated by sin/cos, computed once per pair).
+void rope_scalar(float* x, int n_heads, int head_dim, int n_rot, int32_t pos, const float* inv_freq,
+                 RopeStyle style);
+
+}  // namespace tessera::cpu::detail

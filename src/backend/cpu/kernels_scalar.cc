@@ -1,0 +1,161 @@
+// Plain C++ kernels: the numerics reference for the SIMD paths and the path
+// used on CPUs without AVX2. Compiled for baseline x86-64.
+#include <cmath>
+#include <cstdint>
+
+#include "backend/cpu/kernels_internal.h"
+#include "core/dtype.h"
+
+namespace tessera::cpu::detail {
+namespace {
+
+// Eight partial sums: a little more accurate than one running sum over long
+// rows, and the same shape as the SIMD accumulators.
+constexpr int kLanes = 8;
+
+float reduce_lanes(const float (&acc)[kLanes]) {
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+float dot_f32(const float* w, const float* x, int64_t n) {
+  float acc[kLanes] = {};
+  for (int64_t i = 0; i < n; ++i) acc[i % kLanes] += w[i] * x[i];
+  return reduce_lanes(acc);
+}
+
+float dot_f16(const uint16_t* w, const float* x, int64_t n) {
+  float acc[kLanes] = {};
+  for (int64_t i = 0; i < n; ++i) acc[i % kLanes] += fp16_to_fp32(w[i]) * x[i];
+  return reduce_lanes(acc);
+}
+
+float dot_bf16(const uint16_t* w, const float* x, int64_t n) {
+  float acc[kLanes] = {};
+  for (int64_t i = 0; i < n; ++i) acc[i % kLanes] += bf16_to_fp32(w[i]) * x[i];
+  return reduce_lanes(acc);
+}
+
+float dot_q8_0(const BlockQ8_0* w, const BlockQ8_0* x, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / kQuantBlockElems; ++b) {
+    int32_t sumi = 0;
+    for (int i = 0; i < kQuantBlockElems; ++i) sumi += int32_t{w[b].qs[i]} * int32_t{x[b].qs[i]};
+    sum += static_cast<float>(sumi) * (fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d));
+  }
+  return sum;
+}
+
+float dot_q4_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / kQuantBlockElems; ++b) {
+    int32_t sumi = 0;
+    for (int i = 0; i < kQuantBlockElems / 2; ++i) {
+      const int32_t lo = (w[b].qs[i] & 0x0f) - 8;  // element i
+      const int32_t hi = (w[b].qs[i] >> 4) - 8;  // element i + 16
+      sumi += lo * x[b].qs[i] + hi * x[b].qs[i + 16];
+    }
+    sum += static_cast<float>(sumi) * (fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d));
+  }
+  return sum;
+}
+
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+  // Same arithmetic as quantize_row_q8_0_ref, restated here so the table has
+  // no dependence on how core implements it.
+  for (int64_t b = 0; b < n / kQuantBlockElems; ++b) {
+    const float* xb = x + b * kQuantBlockElems;
+    float amax = 0.0f;
+    for (int i = 0; i < kQuantBlockElems; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = fp32_to_fp16(d);
+    for (int i = 0; i < kQuantBlockElems; ++i) y[b].qs[i] = static_cast<int8_t>(std::lround(xb[i] * id));
+  }
+}
+
+void axpy_f16(float a, const uint16_t* v, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * fp16_to_fp32(v[i]);
+}
+
+void scale(float* y, float a, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] *= a;
+}
+
+void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
+}
+
+void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps) {
+  float acc[kLanes] = {};
+  for (int64_t i = 0; i < n; ++i) acc[i % kLanes] += x[i] * x[i];
+  const float r = 1.0f / std::sqrt(reduce_lanes(acc) / static_cast<float>(n) + eps);
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * r * w[i];
+}
+
+void silu_mul(const float* gate, const float* up, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void softmax(float* x, int64_t n) {
+  if (n <= 0) return;
+  float max = x[0];
+  for (int64_t i = 1; i < n; ++i) max = std::fmax(max, x[i]);
+  float acc[kLanes] = {};
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    acc[i % kLanes] += x[i];
+  }
+  const float inv = 1.0f / reduce_lanes(acc);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+float sum_f32(const float* x, int64_t n) {
+  float acc[kLanes] = {};
+  for (int64_t i = 0; i < n; ++i) acc[i % kLanes] += x[i];
+  return reduce_lanes(acc);
+}
+
+}  // namespace
+
+void rope_scalar(float* x, int n_heads, int head_dim, int n_rot, int32_t pos, const float* inv_freq,
+                 RopeStyle style) {
+  const int half = n_rot / 2;
+  for (int i = 0; i < half; ++i) {
+    // f32 angle, as the Hugging Face reference computes it.
+    const float theta = static_cast<float>(pos) * inv_freq[i];
+    const float c = std::cos(theta);
+    const float s = std::sin(theta);
+    const int i0 = style == RopeStyle::kNorm ? 2 * i : i;
+    const int i1 = style == RopeStyle::kNorm ? 2 * i + 1 : i + half;
+    for (int h = 0; h < n_heads; ++h) {
+      float* xh = x + static_cast<int64_t>(h) * head_dim;
+      const float a = xh[i0];
+      const float b = xh[i1];
+      xh[i0] = a * c - b * s;
+      xh[i1] = a * s + b * c;
+    }
+  }
+}
+
+const Kernels& scalar_kernels() {
+  static constexpr Kernels k{
+      .isa = Isa::kScalar,
+      .dot_f32 = dot_f32,
+      .dot_f16 = dot_f16,
+      .dot_bf16 = dot_bf16,
+      .dot_q8_0 = dot_q8_0,
+      .dot_q4_0 = dot_q4_0,
+      .quantize_row_q8_0 = quantize_row_q8_0,
+      .axpy_f16 = axpy_f16,
+      .scale = scale,
+      .f32_to_f16_row = f32_to_f16_row,
+      .rmsnorm = rmsnorm,
+      .silu_mul = silu_mul,
+      .softmax = softmax,
+      .rope = rope_scalar,
+      .sum_f32 = sum_f32,
+  };
+  return k;
+}
+
+}  // namespace tessera::cpu::detail

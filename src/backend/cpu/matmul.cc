@@ -1,0 +1,97 @@
+#include "backend/cpu/matmul.h"
+
+#include <algorithm>
+#include <cstddef>
+
+#include "core/check.h"
+
+namespace tessera::cpu {
+
+namespace {
+
+// Weight rows per prefill tile: small enough that the tile stays in L2
+// (1 MiB per core on Zen 4, 256 KiB on older parts) while every token's
+// activation row streams past it.
+constexpr size_t kTileBytes = 192 * 1024;
+// Chunk boundaries between threads are multiples of this many rows, so two
+// threads never write the same cache line of y for decode.
+constexpr int64_t kRowGranule = 16;
+
+// Computes y[t, r] for r in [r_begin, r_end) and all tokens, tile by tile.
+// WT/XT are the kernel's weight and activation element types.
+template <typename WT, typename XT>
+void compute_rows(float (*dot)(const WT*, const XT*, int64_t), const uint8_t* w, size_t w_row_bytes,
+                  const uint8_t* x, size_t x_row_bytes, int64_t cols, int64_t rows, int64_t n_tokens,
+                  float* y, int64_t r_begin, int64_t r_end) {
+  const int64_t tile = n_tokens == 1 ? (r_end - r_begin)
+                                     : std::max<int64_t>(1, static_cast<int64_t>(kTileBytes / w_row_bytes));
+  for (int64_t r0 = r_begin; r0 < r_end; r0 += tile) {
+    const int64_t r1 = std::min(r_end, r0 + tile);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const auto* xt = reinterpret_cast<const XT*>(x + static_cast<size_t>(t) * x_row_bytes);
+      float* yt = y + t * rows;
+      for (int64_t r = r0; r < r1; ++r) {
+        yt[r] = dot(reinterpret_cast<const WT*>(w + static_cast<size_t>(r) * w_row_bytes), xt, cols);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float* x, int64_t n_tokens, float* y,
+            std::vector<uint8_t>& scratch) {
+  if (n_tokens <= 0 || w.rows <= 0) return;
+  const int64_t cols = w.cols;
+  const int64_t rows = w.rows;
+  const bool quantized = w.dtype == DType::kQ8_0 || w.dtype == DType::kQ4_0;
+  TESSERA_CHECK(!quantized || cols % kQuantBlockElems == 0);
+
+  const auto* xb = reinterpret_cast<const uint8_t*>(x);
+  size_t x_row_bytes = static_cast<size_t>(cols) * sizeof(float);
+  if (quantized) {
+    x_row_bytes = dtype_row_bytes(DType::kQ8_0, cols);
+    const size_t need = x_row_bytes * static_cast<size_t>(n_tokens);
+    if (scratch.size() < need) scratch.resize(need);
+    uint8_t* q = scratch.data();
+    auto quantize = [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        k.quantize_row_q8_0(x + t * cols, reinterpret_cast<BlockQ8_0*>(q + static_cast<size_t>(t) * x_row_bytes),
+                            cols);
+      }
+    };
+    // One row costs about as much as a thread wake-up; only fan out for batches.
+    if (n_tokens >= 4 * pool.size()) {
+      pool.parallel_for(n_tokens, quantize);
+    } else {
+      quantize(0, n_tokens);
+    }
+    xb = q;
+  }
+
+  const auto* wb = static_cast<const uint8_t*>(w.data);
+  const size_t w_row_bytes = dtype_row_bytes(w.dtype, cols);
+  auto body = [&](int64_t r0, int64_t r1) {
+    switch (w.dtype) {
+      case DType::kF32: compute_rows(k.dot_f32, wb, w_row_bytes, xb, x_row_bytes, cols, rows, n_tokens, y, r0, r1); break;
+      case DType::kF16: compute_rows(k.dot_f16, wb, w_row_bytes, xb, x_row_bytes, cols, rows, n_tokens, y, r0, r1); break;
+      case DType::kBF16: compute_rows(k.dot_bf16, wb, w_row_bytes, xb, x_row_bytes, cols, rows, n_tokens, y, r0, r1); break;
+      case DType::kQ8_0: compute_rows(k.dot_q8_0, wb, w_row_bytes, xb, x_row_bytes, cols, rows, n_tokens, y, r0, r1); break;
+      case DType::kQ4_0: compute_rows(k.dot_q4_0, wb, w_row_bytes, xb, x_row_bytes, cols, rows, n_tokens, y, r0, r1); break;
+    }
+  };
+
+  const int nt = pool.size();
+  if (nt == 1 || rows < 2 * kRowGranule) {
+    body(0, rows);
+    return;
+  }
+  const int64_t granules = (rows + kRowGranule - 1) / kRowGranule;
+  pool.run([&](int i, int n) {
+    const int64_t r0 = std::min(rows, granules * i / n * kRowGranule);
+    const int64_t r1 = std::min(rows, granules * (i + 1) / n * kRowGranule);
+    if (r0 < r1) body(r0, r1);
+  });
+}
+
+}  // namespace tessera::cpu

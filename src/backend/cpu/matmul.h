@@ -1,0 +1,39 @@
+// Matrix-vector / matrix-matrix products of a weight matrix with f32
+// activations, the bulk of a forward pass.
+//
+// Batch invariance: every output y[t, r] is exactly one call of the kernel
+// table's dot product for W's dtype on (W row r, activation row t), with the
+// activation row quantized to Q8_0 by the same kernel for Q8_0/Q4_0 weights.
+// How rows are split over threads and how tokens are tiled only changes the
+// order in which these independent dot products run, never their arithmetic,
+// so y[t, :] is bit-identical whether token t is computed alone or inside a
+// batch of any size, and for any thread count. The engine relies on this to
+// give the same tokens for prefill-then-decode as for token-by-token decode.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/kernels.h"
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+
+namespace tessera::cpu {
+
+// A weight matrix W[rows, cols] stored row-major in GGUF layout (cols contiguous).
+struct MatrixView {
+  DType dtype;
+  const void* data;
+  int64_t rows;
+  int64_t cols;
+};
+
+// y[n_tokens, rows] = x[n_tokens, cols] · Wᵀ, f32 in/out. Multi-threaded over
+// pool by contiguous chunks of output rows, so decode reads each weight row
+// once per call. For Q8_0/Q4_0 weights (cols % 32 == 0) the activations are
+// quantized to Q8_0 once per row of x into `scratch` (grown as needed, never
+// shrunk, so a caller can reuse one buffer across calls).
+void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float* x, int64_t n_tokens, float* y,
+            std::vector<uint8_t>& scratch);
+
+}  // namespace tessera::cpu

@@ -1,0 +1,293 @@
+// Every kernel table entry on every supported ISA against the scalar path,
+// and the scalar path against core/quant_ref plus double-precision formulas.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "backend/cpu/kernels.h"
+#include "core/dtype.h"
+#include "core/quant_ref.h"
+#include "test_util.h"
+
+namespace tessera::cpu {
+namespace {
+
+using testing::isa_label;
+using testing::random_floats;
+
+const std::vector<int64_t> kFloatSizes = {1, 7, 8, 15, 16, 31, 32, 33, 64, 65, 100, 4096};
+const std::vector<int64_t> kQuantSizes = {32, 64, 96, 160, 4096};
+
+// A weight row of dtype t, its f32 dequantization, and the row bytes.
+struct Row {
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;
+};
+
+Row make_row(DType t, const std::vector<float>& src) {
+  const int64_t n = static_cast<int64_t>(src.size());
+  Row r;
+  r.bytes.resize(dtype_row_bytes(t, n));
+  quantize_row(t, src.data(), r.bytes.data(), n);
+  r.values.resize(src.size());
+  dequantize_row(t, r.bytes.data(), r.values.data(), n);
+  return r;
+}
+
+struct DotRef {
+  double dot = 0;
+  double abs = 0;  // sum |w * x|: the scale of f32 rounding error
+};
+
+DotRef dot_ref(const std::vector<float>& w, const std::vector<float>& x) {
+  DotRef r;
+  for (size_t i = 0; i < w.size(); ++i) {
+    r.dot += static_cast<double>(w[i]) * x[i];
+    r.abs += std::fabs(static_cast<double>(w[i]) * x[i]);
+  }
+  return r;
+}
+
+// Calls the table's dot for dtype t (activations quantized for Q8_0/Q4_0).
+float call_dot(const Kernels& k, DType t, const Row& w, const std::vector<float>& x, const std::vector<uint8_t>& xq) {
+  const auto n = static_cast<int64_t>(x.size());
+  switch (t) {
+    case DType::kF32: return k.dot_f32(reinterpret_cast<const float*>(w.bytes.data()), x.data(), n);
+    case DType::kF16: return k.dot_f16(reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), n);
+    case DType::kBF16: return k.dot_bf16(reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), n);
+    case DType::kQ8_0:
+      return k.dot_q8_0(reinterpret_cast<const BlockQ8_0*>(w.bytes.data()),
+                        reinterpret_cast<const BlockQ8_0*>(xq.data()), n);
+    case DType::kQ4_0:
+      return k.dot_q4_0(reinterpret_cast<const BlockQ4_0*>(w.bytes.data()),
+                        reinterpret_cast<const BlockQ8_0*>(xq.data()), n);
+  }
+  return 0;
+}
+
+// Dot products: scalar vs dequantize + double dot, every ISA vs scalar.
+// Tolerance 1e-5 * sum|w*x|: a few hundred f32 roundings of partial sums.
+TEST(CpuKernels, DotProducts) {
+  const DType types[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
+  const Kernels& ref = kernels_for(Isa::kScalar);
+  uint32_t seed = 1;
+  for (DType t : types) {
+    const bool quant = t == DType::kQ8_0 || t == DType::kQ4_0;
+    for (int64_t n : quant ? kQuantSizes : kFloatSizes) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(n));
+      const Row w = make_row(t, random_floats(n, seed++));
+      std::vector<float> x = random_floats(n, seed++, 3.0f);
+      std::vector<uint8_t> xq;
+      if (quant) {
+        xq.resize(dtype_row_bytes(DType::kQ8_0, n));
+        quantize_row_q8_0_ref(x.data(), reinterpret_cast<BlockQ8_0*>(xq.data()), n);
+        dequantize_row_q8_0_ref(reinterpret_cast<const BlockQ8_0*>(xq.data()), x.data(), n);
+      }
+      const DotRef expect = dot_ref(w.values, x);
+      const double tol = 1e-5 * expect.abs + 1e-30;
+      const float scalar = call_dot(ref, t, w, x, xq);
+      EXPECT_NEAR(scalar, expect.dot, tol);
+      for (Isa isa : supported_isas()) {
+        SCOPED_TRACE(isa_label(isa));
+        EXPECT_NEAR(call_dot(kernels_for(isa), t, w, x, xq), scalar, tol);
+      }
+    }
+  }
+}
+
+// Values whose x * id lands exactly on .5 or just below it, zero blocks,
+// tiny blocks with a subnormal f16 scale, and huge values.
+std::vector<float> tricky_quant_input() {
+  std::vector<float> x(32 * 5, 0.0f);
+  // Block 0: amax 127 gives d = 1, id = 1; ties must round away from zero.
+  const float ties[] = {127.0f, 0.5f, -0.5f, 1.5f, -1.5f, 2.5f, -2.5f, 0.49999997f, -0.49999997f, 126.5f, -126.5f};
+  for (size_t i = 0; i < std::size(ties); ++i) x[i] = ties[i];
+  // Block 1 stays all zero (d = 0, id = 0).
+  for (int i = 0; i < 32; ++i) x[64 + i] = 1e-6f * static_cast<float>(i - 16);  // subnormal f16 d
+  for (int i = 0; i < 32; ++i) x[96 + i] = 6e4f * std::sin(static_cast<float>(i));
+  for (int i = 0; i < 32; ++i) x[128 + i] = static_cast<float>(i) - 15.5f;
+  return x;
+}
+
+TEST(CpuKernels, QuantizeRowQ8_0IsBitIdenticalToReference) {
+  std::vector<std::vector<float>> inputs = {tricky_quant_input()};
+  for (int64_t n : kQuantSizes) inputs.push_back(random_floats(n, static_cast<uint32_t>(n), 0.7f));
+  for (const auto& x : inputs) {
+    const auto n = static_cast<int64_t>(x.size());
+    std::vector<BlockQ8_0> expect(static_cast<size_t>(n / 32));
+    quantize_row_q8_0_ref(x.data(), expect.data(), n);
+    for (Isa isa : supported_isas()) {
+      SCOPED_TRACE(isa_label(isa) + " n=" + std::to_string(n));
+      std::vector<BlockQ8_0> got(expect.size());
+      kernels_for(isa).quantize_row_q8_0(x.data(), got.data(), n);
+      for (size_t b = 0; b < got.size(); ++b) {
+        ASSERT_EQ(got[b].d, expect[b].d) << "block " << b;
+        ASSERT_EQ(0, std::memcmp(got[b].qs, expect[b].qs, 32)) << "block " << b;
+      }
+    }
+  }
+}
+
+TEST(CpuKernels, F32ToF16RowMatchesCoreConversion) {
+  std::vector<float> x = random_floats(4096, 7, 100.0f);
+  const float specials[] = {0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, -65520.0f, 1e-8f, 5.96e-8f, 2.98e-8f,
+                            6.1e-5f, -3.1e-5f, 1.0009765625f, 1.00048828125f, 1.00146484375f,
+                            std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+                            std::bit_cast<float>(0x7f800001u), std::bit_cast<float>(0xffc12345u)};
+  for (size_t i = 0; i < std::size(specials); ++i) x[i * 3] = specials[i];
+  for (Isa isa : supported_isas()) {
+    for (int64_t n : kFloatSizes) {
+      SCOPED_TRACE(isa_label(isa) + " n=" + std::to_string(n));
+      std::vector<uint16_t> got(static_cast<size_t>(n));
+      kernels_for(isa).f32_to_f16_row(x.data(), got.data(), n);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], fp32_to_fp16(x[i])) << "i=" << i << " x=" << x[i];
+    }
+  }
+}
+
+TEST(CpuKernels, AxpyF16AndScale) {
+  for (int64_t n : kFloatSizes) {
+    const std::vector<float> vf = random_floats(n, 11);
+    std::vector<uint16_t> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[i] = fp32_to_fp16(vf[i]);
+    const std::vector<float> y0 = random_floats(n, 12);
+    for (Isa isa : supported_isas()) {
+      SCOPED_TRACE(isa_label(isa) + " n=" + std::to_string(n));
+      std::vector<float> y = y0;
+      kernels_for(isa).axpy_f16(0.37f, v.data(), y.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double e = y0[i] + 0.37 * fp16_to_fp32(v[i]);
+        EXPECT_NEAR(y[i], e, 1e-6 * (std::fabs(y0[i]) + std::fabs(0.37 * fp16_to_fp32(v[i]))) + 1e-30);
+      }
+      y = y0;
+      kernels_for(isa).scale(y.data(), -1.25f, n);
+      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(y[i], y0[i] * -1.25f);  // one rounding: exact match
+    }
+  }
+}
+
+TEST(CpuKernels, RmsNorm) {
+  for (int64_t n : kFloatSizes) {
+    const std::vector<float> x = random_floats(n, 21, 2.0f);
+    const std::vector<float> w = random_floats(n, 22);
+    double ss = 0;
+    for (float v : x) ss += static_cast<double>(v) * v;
+    const double r = 1.0 / std::sqrt(ss / static_cast<double>(n) + 1e-5);
+    for (Isa isa : supported_isas()) {
+      SCOPED_TRACE(isa_label(isa) + " n=" + std::to_string(n));
+      std::vector<float> y(static_cast<size_t>(n));
+      kernels_for(isa).rmsnorm(x.data(), w.data(), y.data(), n, 1e-5f);
+      for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y[i], x[i] * r * w[i], 1e-5 * std::fabs(x[i] * r * w[i]) + 1e-7);
+      std::vector<float> inplace = x;  // y may alias x
+      kernels_for(isa).rmsnorm(inplace.data(), w.data(), inplace.data(), n, 1e-5f);
+      EXPECT_EQ(0, std::memcmp(inplace.data(), y.data(), y.size() * 4));
+    }
+  }
+}
+
+TEST(CpuKernels, SiluMul) {
+  for (int64_t n : kFloatSizes) {
+    std::vector<float> g = random_floats(n, 31, 4.0f);
+    if (n > 4) {
+      g[0] = -100.0f;  // exp(-g) overflows: silu -> -0
+      g[1] = 100.0f;
+      g[2] = -87.0f;
+      g[3] = 0.0f;
+    }
+    const std::vector<float> u = random_floats(n, 32);
+    for (Isa isa : supported_isas()) {
+      SCOPED_TRACE(isa_label(isa) + " n=" + std::to_string(n));
+      std::vector<float> y(static_cast<size_t>(n));
+      kernels_for(isa).silu_mul(g.data(), u.data(), y.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double e = g[i] / (1.0 + std::exp(-static_cast<double>(g[i]))) * u[i];
+        EXPECT_NEAR(y[i], e, 2e-6 * std::fabs(e) + 1e-30) << "g=" << g[i];
+      }
+      std::vector<float> inplace = g;  // y may alias gate
+      kernels_for(isa).silu_mul(inplace.data(), u.data(), inplace.data(), n);
+      EXPECT_EQ(0, std::memcmp(inplace.data(), y.data(), y.size() * 4));
+    }
+  }
+}
+
+TEST(CpuKernels, Softmax) {
+  for (int64_t n : kFloatSizes) {
+    std::vector<float> x0 = random_floats(n, 41, 5.0f);
+    if (n > 3) x0[1] = -std::numeric_limits<float>::infinity();  // a masked score
+    double max = -INFINITY;
+    for (float v : x0) max = std::max<double>(max, v);
+    double sum = 0;
+    for (float v : x0) sum += std::exp(v - max);
+    for (Isa isa : supported_isas()) {
+      SCOPED_TRACE(isa_label(isa) + " n=" + std::to_string(n));
+      std::vector<float> x = x0;
+      kernels_for(isa).softmax(x.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double e = std::exp(x0[i] - max) / sum;
+        EXPECT_NEAR(x[i], e, 1e-5 * e + 1e-12);  // the f32 sum of n terms
+      }
+      if (n > 3) {
+        EXPECT_EQ(x[1], 0.0f);
+      }
+    }
+  }
+}
+
+// Rope against the rotation written out directly, for both pairings.
+TEST(CpuKernels, Rope) {
+  const int n_heads = 3, head_dim = 64;
+  for (int n_rot : {64, 32}) {
+    std::vector<float> inv_freq(static_cast<size_t>(n_rot / 2));
+    for (int i = 0; i < n_rot / 2; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / static_cast<float>(n_rot));
+    const std::vector<float> x0 = random_floats(n_heads * head_dim, 51);
+    for (RopeStyle style : {RopeStyle::kNorm, RopeStyle::kNeox}) {
+      for (int32_t pos : {0, 1, 17, 4095}) {
+        std::vector<float> expect = x0;
+        for (int h = 0; h < n_heads; ++h) {
+          for (int i = 0; i < n_rot / 2; ++i) {
+            const double theta = static_cast<double>(static_cast<float>(pos) * inv_freq[i]);
+            const int a = style == RopeStyle::kNorm ? 2 * i : i;
+            const int b = style == RopeStyle::kNorm ? 2 * i + 1 : i + n_rot / 2;
+            const double xa = x0[h * head_dim + a], xb = x0[h * head_dim + b];
+            expect[h * head_dim + a] = static_cast<float>(xa * std::cos(theta) - xb * std::sin(theta));
+            expect[h * head_dim + b] = static_cast<float>(xa * std::sin(theta) + xb * std::cos(theta));
+          }
+        }
+        for (Isa isa : supported_isas()) {
+          SCOPED_TRACE(isa_label(isa) + " pos=" + std::to_string(pos) + " n_rot=" + std::to_string(n_rot));
+          std::vector<float> x = x0;
+          kernels_for(isa).rope(x.data(), n_heads, head_dim, n_rot, pos, inv_freq.data(), style);
+          for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], expect[i], 2e-6) << "i=" << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuKernels, SumF32) {
+  for (int64_t n : kFloatSizes) {
+    const std::vector<float> x = random_floats(n, 61);
+    double e = 0, a = 0;
+    for (float v : x) {
+      e += v;
+      a += std::fabs(v);
+    }
+    for (Isa isa : supported_isas()) {
+      SCOPED_TRACE(isa_label(isa) + " n=" + std::to_string(n));
+      EXPECT_NEAR(kernels_for(isa).sum_f32(x.data(), n), e, 1e-6 * a);
+    }
+  }
+}
+
+TEST(CpuKernels, TableIsaAndBest) {
+  for (Isa isa : supported_isas()) EXPECT_EQ(kernels_for(isa).isa, isa);
+  EXPECT_EQ(kernels().isa, best_isa());
+}
+
+}  // namespace
+}  // namespace tessera::cpu

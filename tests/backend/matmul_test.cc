@@ -1,0 +1,141 @@
+// matmul against a naive double-precision product for every dtype, and its
+// batch/thread invariance (bitwise) that the engine depends on.
+#include "backend/cpu/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "core/quant_ref.h"
+#include "test_util.h"
+
+namespace tessera::cpu {
+namespace {
+
+using testing::isa_label;
+using testing::random_floats;
+
+const DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
+
+bool is_quant(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0; }
+
+struct Matrix {
+  std::vector<uint8_t> bytes;  // [rows, row_bytes]
+  std::vector<float> values;  // [rows, cols], dequantized
+  MatrixView view;
+};
+
+Matrix make_matrix(DType t, int64_t rows, int64_t cols, uint32_t seed) {
+  Matrix m;
+  const size_t row_bytes = dtype_row_bytes(t, cols);
+  const std::vector<float> src = random_floats(rows * cols, seed);
+  m.bytes.resize(row_bytes * static_cast<size_t>(rows));
+  m.values.resize(src.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    quantize_row(t, src.data() + r * cols, m.bytes.data() + r * row_bytes, cols);
+    dequantize_row(t, m.bytes.data() + r * row_bytes, m.values.data() + r * cols, cols);
+  }
+  m.view = MatrixView{t, m.bytes.data(), rows, cols};
+  return m;
+}
+
+TEST(Matmul, MatchesDoublePrecisionReference) {
+  uint32_t seed = 100;
+  for (DType t : kTypes) {
+    for (int64_t cols : {int64_t{64}, int64_t{96}, int64_t{33}}) {
+      if (is_quant(t) && cols % 32 != 0) continue;
+      for (int64_t rows : {1, 7, 37, 50}) {
+        const Matrix m = make_matrix(t, rows, cols, seed++);
+        for (int64_t n_tokens : {1, 3, 17}) {
+          const std::vector<float> x = random_floats(n_tokens * cols, seed++, 2.0f);  // [n_tokens, cols]
+          // The reference sees x as the kernel does: quantized for Q8_0/Q4_0.
+          std::vector<float> xr = x;
+          if (is_quant(t)) {
+            for (int64_t tk = 0; tk < n_tokens; ++tk) {
+              std::vector<BlockQ8_0> q(static_cast<size_t>(cols / 32));
+              quantize_row_q8_0_ref(x.data() + tk * cols, q.data(), cols);
+              dequantize_row_q8_0_ref(q.data(), xr.data() + tk * cols, cols);
+            }
+          }
+          std::vector<double> expect(static_cast<size_t>(n_tokens * rows));  // [n_tokens, rows]
+          std::vector<double> tol(expect.size());
+          for (int64_t tk = 0; tk < n_tokens; ++tk) {
+            for (int64_t r = 0; r < rows; ++r) {
+              double dot = 0, abs = 0;
+              for (int64_t c = 0; c < cols; ++c) {
+                const double p = static_cast<double>(m.values[r * cols + c]) * xr[tk * cols + c];
+                dot += p;
+                abs += std::fabs(p);
+              }
+              expect[tk * rows + r] = dot;
+              tol[tk * rows + r] = 1e-5 * abs + 1e-30;
+            }
+          }
+          for (Isa isa : supported_isas()) {
+            for (int threads : {1, 2, 3}) {
+              SCOPED_TRACE(std::string(dtype_name(t)) + " " + isa_label(isa) + " rows=" + std::to_string(rows) +
+                           " cols=" + std::to_string(cols) + " tokens=" + std::to_string(n_tokens) +
+                           " threads=" + std::to_string(threads));
+              ThreadPool pool(threads);
+              std::vector<uint8_t> scratch;
+              std::vector<float> y(expect.size(), NAN);  // [n_tokens, rows]
+              matmul(pool, kernels_for(isa), m.view, x.data(), n_tokens, y.data(), scratch);
+              for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], expect[i], tol[i]) << "i=" << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Row t of a batched call equals the single-token call bitwise, for every
+// thread count, including a matrix large enough to use several prefill tiles.
+TEST(Matmul, BatchAndThreadInvariant) {
+  const int64_t rows = 301, cols = 1024, n_tokens = 17;
+  for (DType t : kTypes) {
+    const Matrix m = make_matrix(t, rows, cols, 7);
+    const std::vector<float> x = random_floats(n_tokens * cols, 8);  // [n_tokens, cols]
+    for (Isa isa : supported_isas()) {
+      const Kernels& k = kernels_for(isa);
+      std::vector<float> single(static_cast<size_t>(n_tokens * rows));  // [n_tokens, rows]
+      {
+        ThreadPool pool(1);
+        std::vector<uint8_t> scratch;
+        for (int64_t tk = 0; tk < n_tokens; ++tk) {
+          matmul(pool, k, m.view, x.data() + tk * cols, 1, single.data() + tk * rows, scratch);
+        }
+      }
+      for (int threads : {1, 2, 3}) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + " " + isa_label(isa) + " threads=" + std::to_string(threads));
+        ThreadPool pool(threads);
+        std::vector<uint8_t> scratch;
+        std::vector<float> batched(single.size());
+        matmul(pool, k, m.view, x.data(), n_tokens, batched.data(), scratch);
+        EXPECT_EQ(0, std::memcmp(batched.data(), single.data(), single.size() * sizeof(float)));
+        std::vector<float> one(static_cast<size_t>(rows));
+        matmul(pool, k, m.view, x.data() + 5 * cols, 1, one.data(), scratch);
+        EXPECT_EQ(0, std::memcmp(one.data(), single.data() + 5 * rows, one.size() * sizeof(float)));
+      }
+    }
+  }
+}
+
+TEST(Matmul, ScratchGrowsAndIsReused) {
+  const Matrix m = make_matrix(DType::kQ8_0, 8, 64, 3);
+  ThreadPool pool(2);
+  std::vector<uint8_t> scratch;
+  const std::vector<float> x = random_floats(4 * 64, 4);
+  std::vector<float> y(4 * 8);
+  matmul(pool, kernels(), m.view, x.data(), 4, y.data(), scratch);
+  EXPECT_GE(scratch.size(), 4 * dtype_row_bytes(DType::kQ8_0, 64));
+  const size_t cap = scratch.size();
+  matmul(pool, kernels(), m.view, x.data(), 1, y.data(), scratch);
+  EXPECT_EQ(scratch.size(), cap);
+}
+
+}  // namespace
+}  // namespace tessera::cpu
