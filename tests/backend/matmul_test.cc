@@ -43,6 +43,9 @@ Matrix make_matrix(DType t, int64_t rows, int64_t cols, uint32_t seed) {
 }
 
 TEST(Matmul, MatchesDoublePrecisionReference) {
+  // Pools are built once: a pool per case would dominate the run time.
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  for (int threads : {1, 2, 3}) pools.push_back(std::make_unique<ThreadPool>(threads));
   uint32_t seed = 100;
   for (DType t : kTypes) {
     for (int64_t cols : {int64_t{64}, int64_t{96}, int64_t{33}}) {
@@ -75,11 +78,11 @@ TEST(Matmul, MatchesDoublePrecisionReference) {
             }
           }
           for (Isa isa : supported_isas()) {
-            for (int threads : {1, 2, 3}) {
+            for (const auto& pool_ptr : pools) {
+              ThreadPool& pool = *pool_ptr;
               SCOPED_TRACE(std::string(dtype_name(t)) + " " + isa_label(isa) + " rows=" + std::to_string(rows) +
                            " cols=" + std::to_string(cols) + " tokens=" + std::to_string(n_tokens) +
-                           " threads=" + std::to_string(threads));
-              ThreadPool pool(threads);
+                           " threads=" + std::to_string(pool.size()));
               std::vector<uint8_t> scratch;
               std::vector<float> y(expect.size(), NAN);  // [n_tokens, rows]
               matmul(pool, kernels_for(isa), m.view, x.data(), n_tokens, y.data(), scratch);

@@ -28,6 +28,12 @@ float hmax(__m256 v) {
 
 float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 
+// Round to nearest even, as fp32_to_fp16 (_cvtss_sh is a compound-literal
+// macro under Clang, which -Wpedantic rejects in C++).
+uint16_t float_to_half(float f) {
+  return static_cast<uint16_t>(_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT), 0));
+}
+
 __m256 load_f16(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
@@ -153,7 +159,7 @@ void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
     const float amax = hmax(_mm256_max_ps(m01, m23));
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+    y[b].d = float_to_half(d);
     const __m256 vid = _mm256_set1_ps(id);
     __m256i q[4];
     for (int j = 0; j < 4; ++j) q[j] = round_half_away(_mm256_mul_ps(v[j], vid));

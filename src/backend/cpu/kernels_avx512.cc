@@ -20,6 +20,12 @@ namespace {
 
 float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 
+// Round to nearest even, as fp32_to_fp16 (_cvtss_sh is a compound-literal
+// macro under Clang, which -Wpedantic rejects in C++).
+uint16_t float_to_half(float f) {
+  return static_cast<uint16_t>(_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT), 0));
+}
+
 // Mask of the first `rem` lanes (rem may exceed 16).
 __mmask16 tail_mask(int64_t rem) {
   return rem >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << rem) - 1u);
@@ -131,7 +137,7 @@ void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+    y[b].d = float_to_half(d);
     const __m512 vid = _mm512_set1_ps(id);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), _mm512_cvtepi32_epi8(round_half_away(_mm512_mul_ps(v0, vid))));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16),

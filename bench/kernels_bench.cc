@@ -1,0 +1,99 @@
+// Matmul throughput per weight dtype: decode (n_tokens = 1) in GB/s of weight
+// read, to compare with the read-bandwidth roofline, and prefill
+// (n_tokens = 64) in GFLOP/s. TESSERA_ISA=scalar|avx2|avx512 picks the path.
+//
+//   ./build-kernels/bench/kernels_bench --benchmark_counters_tabular=true
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <map>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/bandwidth.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/matmul.h"
+#include "core/quant_ref.h"
+#include "core/thread_pool.h"
+
+namespace tessera::cpu {
+namespace {
+
+// 2048 x 8192: a 1B-class FFN projection (64 MiB in f32, 9 MiB in Q4_0).
+constexpr int64_t kRows = 2048;
+constexpr int64_t kCols = 8192;
+
+struct Weights {
+  // Enough copies that one round over them exceeds a 32 MiB L3 by 4x, so the
+  // decode figure measures DRAM rather than cache.
+  std::vector<std::vector<uint8_t>> copies;
+};
+
+const Weights& weights(DType t) {
+  static std::map<DType, Weights> cache;
+  auto it = cache.find(t);
+  if (it != cache.end()) return it->second;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> row(static_cast<size_t>(kCols));
+  const size_t row_bytes = dtype_row_bytes(t, kCols);
+  std::vector<uint8_t> one(row_bytes * kRows);
+  for (int64_t r = 0; r < kRows; ++r) {
+    for (float& f : row) f = dist(rng);
+    quantize_row(t, row.data(), one.data() + static_cast<size_t>(r) * row_bytes, kCols);
+  }
+  Weights w;
+  const size_t target = size_t{128} << 20;
+  const size_t n_copies = std::max<size_t>(1, (target + one.size() - 1) / one.size());
+  for (size_t i = 0; i < n_copies; ++i) w.copies.push_back(one);
+  return cache.emplace(t, std::move(w)).first->second;
+}
+
+void run_matmul(benchmark::State& state, DType t, int64_t n_tokens) {
+  const int threads = static_cast<int>(state.range(0));
+  ThreadPool pool(threads);
+  const Weights& w = weights(t);
+  std::vector<float> x(static_cast<size_t>(n_tokens * kCols), 0.5f);  // [n_tokens, cols]
+  std::vector<float> y(static_cast<size_t>(n_tokens * kRows));  // [n_tokens, rows]
+  std::vector<uint8_t> scratch;
+  size_t i = 0;
+  for (auto _ : state) {
+    const MatrixView view{t, w.copies[i++ % w.copies.size()].data(), kRows, kCols};
+    matmul(pool, kernels(), view, x.data(), n_tokens, y.data(), scratch);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double iters = static_cast<double>(state.iterations());
+  const double bytes = static_cast<double>(dtype_row_bytes(t, kCols)) * kRows;
+  state.counters["GB/s"] = benchmark::Counter(bytes * iters / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * kRows * kCols * static_cast<double>(n_tokens) * iters / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(dtype_name(t)) + " " + isa_name(kernels().isa));
+}
+
+void BM_Decode(benchmark::State& state) { run_matmul(state, static_cast<DType>(state.range(1)), 1); }
+void BM_Prefill64(benchmark::State& state) { run_matmul(state, static_cast<DType>(state.range(1)), 64); }
+
+void dtype_args(benchmark::internal::Benchmark* b) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+    for (int threads : {1, 2}) b->Args({threads, static_cast<int64_t>(t)});
+  }
+}
+
+BENCHMARK(BM_Decode)->Apply(dtype_args)->ArgNames({"threads", "dtype"})->UseRealTime()->MinTime(0.5);
+BENCHMARK(BM_Prefill64)->Apply(dtype_args)->ArgNames({"threads", "dtype"})->UseRealTime()->MinTime(0.5);
+
+void BM_ReadBandwidth(benchmark::State& state) {
+  ThreadPool pool(static_cast<int>(state.range(0)));
+  double bw = 0;
+  for (auto _ : state) bw = measure_read_bandwidth(pool, size_t{512} << 20, 5);
+  state.counters["GB/s"] = bw / 1e9;
+}
+BENCHMARK(BM_ReadBandwidth)->Arg(1)->Arg(2)->ArgNames({"threads"})->Iterations(1)->UseRealTime();
+
+}  // namespace
+}  // namespace tessera::cpu
+
+BENCHMARK_MAIN();
