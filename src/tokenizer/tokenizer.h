@@ -95,10 +95,14 @@ class Tokenizer {
   virtual std::string token_to_piece(int32_t id) const = 0;
 
   // The text of `ids`: the concatenation of token_to_piece(), except that
-  // (SentencePiece) the one leading space of the first piece is removed when
-  // add_space_prefix() (it is the dummy prefix encode() inserted). Bytes are
-  // returned as they are, so the result can be invalid UTF-8 when `ids` end
-  // inside a character.
+  // (SentencePiece) one leading space of the first non-empty piece is removed
+  // when add_space_prefix() (it is the dummy prefix encode() inserted);
+  // leading control tokens such as BOS are skipped first, so
+  // decode(encode(t, true)) == t for valid UTF-8 `t` without user-defined
+  // tokens. This is SentencePiece's DecodeIds / HF decode(skip_special_tokens)
+  // behaviour; llama.cpp's llama_detokenize differs when BOS comes first (it
+  // then keeps the space). Bytes are returned as they are, so the result can
+  // be invalid UTF-8 when `ids` end inside a character.
   virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
 
   // Whether decode() removes one leading space from the first non-empty
