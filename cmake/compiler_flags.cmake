@@ -1,7 +1,8 @@
 # Warnings for every tessera target; -Werror in CI (TESSERA_WERROR=ON).
 add_library(tessera_warnings INTERFACE)
-target_compile_options(tessera_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshadow=local
-  $<$<CXX_COMPILER_ID:Clang>:-Wno-gnu-zero-variadic-macro-arguments>
+target_compile_options(tessera_warnings INTERFACE -Wall -Wextra -Wpedantic
+  $<$<CXX_COMPILER_ID:GNU>:-Wshadow=local>
+  $<$<CXX_COMPILER_ID:Clang>:-Wshadow -Wno-gnu-zero-variadic-macro-arguments>
   $<$<BOOL:${TESSERA_WERROR}>:-Werror>)
 
 if(TESSERA_SANITIZE)

@@ -43,14 +43,17 @@ Result<std::unique_ptr<Generator>> Generator::create(const Model& model, ThreadP
   spec.head_dim = c.head_dim;
   TESSERA_RETURN_IF_ERROR(size_kv_cache(spec, kv_memory_bytes, ctx_tokens));
   TESSERA_ASSIGN_OR_RETURN(auto kv, cpu::KvBuffer::create(spec));
-  return std::unique_ptr<Generator>(new Generator(model, pool, kernels, std::move(kv)));
+  const int64_t context = kv_memory_bytes > 0 ? spec.capacity_tokens() : ctx_tokens;
+  return std::unique_ptr<Generator>(new Generator(model, pool, kernels, std::move(kv), context));
 }
 
-Generator::Generator(const Model& model, ThreadPool& pool, const cpu::Kernels& kernels, std::unique_ptr<cpu::KvBuffer> kv)
+Generator::Generator(const Model& model, ThreadPool& pool, const cpu::Kernels& kernels, std::unique_ptr<cpu::KvBuffer> kv,
+                     int64_t context_tokens)
     : model_(model),
       kv_(std::move(kv)),
       block_pool_(kv_->spec().num_blocks),
-      transformer_(model.config(), model.weights(), pool, kernels) {}
+      transformer_(model.config(), model.weights(), pool, kernels),
+      context_tokens_(context_tokens) {}
 
 Result<std::vector<float>> Generator::prefill_logits(const std::vector<int32_t>& prompt, int32_t chunk) {
   if (prompt.empty()) return out_of_range("empty prompt");

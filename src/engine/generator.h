@@ -46,8 +46,9 @@ class Generator {
                                                    uint64_t kv_memory_bytes, int64_t ctx_tokens);
 
   const KvCacheSpec& kv_spec() const { return kv_->spec(); }
-  // Tokens one sequence can hold (prompt plus generated).
-  int64_t context_tokens() const { return kv_->spec().capacity_tokens(); }
+  // Tokens one sequence can hold (prompt plus generated): ctx_tokens when
+  // the cache was sized by context, else the whole cache.
+  int64_t context_tokens() const { return context_tokens_; }
 
   // Generates after `prompt` (token ids, BOS included if wanted). on_token is
   // called with each generated token (EOS excluded) and may return false to
@@ -65,12 +66,14 @@ class Generator {
   BlockPool& block_pool() { return block_pool_; }
 
  private:
-  Generator(const Model& model, ThreadPool& pool, const cpu::Kernels& kernels, std::unique_ptr<cpu::KvBuffer> kv);
+  Generator(const Model& model, ThreadPool& pool, const cpu::Kernels& kernels, std::unique_ptr<cpu::KvBuffer> kv,
+            int64_t context_tokens);
 
   const Model& model_;
   std::unique_ptr<cpu::KvBuffer> kv_;
   BlockPool block_pool_;
   Transformer transformer_;
+  int64_t context_tokens_;
 };
 
 }  // namespace tessera

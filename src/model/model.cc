@@ -13,7 +13,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
   }
   TESSERA_ASSIGN_OR_RETURN(m->weights_, bind_weights(m->gguf_, m->config_));
   auto tok = Tokenizer::from_gguf(m->gguf_);
-  if (!tok.ok()) return Status(tok.status().code(), path + ": " + tok.status().message());
+  if (!tok.ok()) return tok.status();
   m->tokenizer_ = std::move(tok).value();
   if (m->tokenizer_->n_vocab() != m->config_.n_vocab) {
     return invalid_argument(path + ": tokenizer has " + std::to_string(m->tokenizer_->n_vocab()) +

@@ -23,12 +23,19 @@ int32_t argmax(std::span<const float> logits) {
   return best;
 }
 
-double Sampler::uniform(uint64_t seed, int64_t position) {
-  // splitmix64 of (seed, position): a counter-based stream.
-  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(position) + 1);
+namespace {
+// The splitmix64 finaliser (Steele et al. 2014): a bijective 64-bit mix.
+uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
+double Sampler::uniform(uint64_t seed, int64_t position) {
+  // A splitmix64 stream whose start is the mixed seed, read at `position`:
+  // counter-based, so draws depend only on (seed, position).
+  const uint64_t z = mix64(mix64(seed) + 0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(position) + 1));
   return static_cast<double>(z >> 11) * 0x1.0p-53;
 }
 
