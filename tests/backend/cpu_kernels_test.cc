@@ -99,6 +99,53 @@ TEST(CpuKernels, DotProducts) {
   }
 }
 
+// Calls the table's dot_rows for dtype t on kDotRows rows `stride` bytes apart.
+void call_dot_rows(const Kernels& k, DType t, const uint8_t* w, int64_t stride, const std::vector<float>& x,
+                   const std::vector<uint8_t>& xq, float* out) {
+  const auto n = static_cast<int64_t>(x.size());
+  const auto* q = reinterpret_cast<const BlockQ8_0*>(xq.data());
+  switch (t) {
+    case DType::kF32: return k.dot_rows_f32(reinterpret_cast<const float*>(w), stride, x.data(), n, out);
+    case DType::kF16: return k.dot_rows_f16(reinterpret_cast<const uint16_t*>(w), stride, x.data(), n, out);
+    case DType::kBF16: return k.dot_rows_bf16(reinterpret_cast<const uint16_t*>(w), stride, x.data(), n, out);
+    case DType::kQ8_0: return k.dot_rows_q8_0(reinterpret_cast<const BlockQ8_0*>(w), stride, q, n, out);
+    case DType::kQ4_0: return k.dot_rows_q4_0(reinterpret_cast<const BlockQ4_0*>(w), stride, q, n, out);
+  }
+}
+
+// dot_rows must give bit-identical results to the single-row dot (matmul's
+// batch invariance rests on it), for rows with padding between them.
+TEST(CpuKernels, DotRowsBitIdenticalToDot) {
+  const DType types[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
+  uint32_t seed = 500;
+  for (DType t : types) {
+    const bool quant = t == DType::kQ8_0 || t == DType::kQ4_0;
+    for (int64_t n : quant ? kQuantSizes : kFloatSizes) {
+      const size_t row_bytes = dtype_row_bytes(t, n);
+      const auto stride = static_cast<int64_t>(row_bytes + 2 * dtype_block_bytes(t));  // padded rows
+      std::vector<uint8_t> w(static_cast<size_t>(stride) * kDotRows);
+      std::vector<Row> rows;
+      for (int r = 0; r < kDotRows; ++r) {
+        rows.push_back(make_row(t, random_floats(n, seed++)));
+        std::memcpy(w.data() + r * stride, rows.back().bytes.data(), row_bytes);
+      }
+      const std::vector<float> x = random_floats(n, seed++, 2.0f);
+      std::vector<uint8_t> xq(dtype_row_bytes(DType::kQ8_0, quant ? n : 0));
+      if (quant) quantize_row_q8_0_ref(x.data(), reinterpret_cast<BlockQ8_0*>(xq.data()), n);
+      for (Isa isa : supported_isas()) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(n) + " " + isa_label(isa));
+        const Kernels& k = kernels_for(isa);
+        float out[kDotRows];
+        call_dot_rows(k, t, w.data(), stride, x, xq, out);
+        for (int r = 0; r < kDotRows; ++r) {
+          const float single = call_dot(k, t, rows[static_cast<size_t>(r)], x, xq);
+          EXPECT_EQ(std::bit_cast<uint32_t>(out[r]), std::bit_cast<uint32_t>(single)) << "row " << r;
+        }
+      }
+    }
+  }
+}
+
 // Values whose x * id lands exactly on .5 or just below it, zero blocks,
 // tiny blocks with a subnormal f16 scale, and huge values.
 std::vector<float> tricky_quant_input() {

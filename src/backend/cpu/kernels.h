@@ -18,6 +18,9 @@ namespace tessera::cpu {
 // (x[i], x[i + n_rot/2]) as Hugging Face / GPT-NeoX checkpoints do.
 enum class RopeStyle { kNorm, kNeox };
 
+// Weight rows per Kernels::dot_rows_* call.
+inline constexpr int kDotRows = 4;
+
 struct Kernels {
   Isa isa;
 
@@ -28,6 +31,16 @@ struct Kernels {
   // Integer dot products against activations quantized to Q8_0 (x[n/32]).
   float (*dot_q8_0)(const BlockQ8_0* w, const BlockQ8_0* x, int64_t n);
   float (*dot_q4_0)(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n);
+  // The same dot products for kDotRows consecutive weight rows (row r starts
+  // `row_stride` bytes after row r - 1) against one activation row, sharing
+  // the activation loads and scale conversions between rows; used by matmul.
+  // out[r] is bit-identical to the single-row dot of row r, so grouping rows
+  // never changes a result (matmul's batch invariance depends on it).
+  void (*dot_rows_f32)(const float* w, int64_t row_stride, const float* x, int64_t n, float* out);
+  void (*dot_rows_f16)(const uint16_t* w, int64_t row_stride, const float* x, int64_t n, float* out);
+  void (*dot_rows_bf16)(const uint16_t* w, int64_t row_stride, const float* x, int64_t n, float* out);
+  void (*dot_rows_q8_0)(const BlockQ8_0* w, int64_t row_stride, const BlockQ8_0* x, int64_t n, float* out);
+  void (*dot_rows_q4_0)(const BlockQ4_0* w, int64_t row_stride, const BlockQ8_0* x, int64_t n, float* out);
   // x[n] -> y[n/32]; bit-identical to quantize_row_q8_0_ref.
   void (*quantize_row_q8_0)(const float* x, BlockQ8_0* y, int64_t n);
 

@@ -44,97 +44,156 @@ __m256 load_bf16(const uint16_t* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
 }
 
-// Four independent accumulators hide the FMA latency; the loads of one
-// iteration (128 bytes of x) span two cache lines of weights for f16.
-template <typename LoadW, typename T>
-float dot_generic(const T* w, const float* x, int64_t n, LoadW load_w) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-  __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+template <typename T>
+const T* row_at(const T* w, int64_t row_stride, int r) {
+  return reinterpret_cast<const T*>(reinterpret_cast<const char*>(w) + r * row_stride);
+}
+
+// s + a * b with one rounding, spelled out so that no instantiation depends on
+// whether the compiler contracts a scalar expression.
+float fma_ss(float a, float b, float s) {
+  return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(s)));
+}
+
+// R weight rows against one activation row. Each row keeps four accumulators
+// over 32-element steps (hiding the FMA latency), then 8-element steps, then
+// a scalar tail. R = 1 is the single-row dot; R > 1 runs exactly the same
+// instruction sequence per row and only shares the x loads, so results are
+// bit-identical to R = 1. R = 2 keeps all accumulators in the 16 ymm registers.
+template <int R, typename T, typename LoadW, typename ToFloat>
+void dot_rows_float(const T* w, int64_t row_stride, const float* x, int64_t n, float* out, LoadW load_w,
+                    ToFloat to_float) {
+  const T* wr[R];
+  __m256 acc[R][4];
+  for (int r = 0; r < R; ++r) {
+    wr[r] = row_at(w, row_stride, r);
+    for (int j = 0; j < 4; ++j) acc[r][j] = _mm256_setzero_ps();
+  }
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    a0 = _mm256_fmadd_ps(load_w(w + i), _mm256_loadu_ps(x + i), a0);
-    a1 = _mm256_fmadd_ps(load_w(w + i + 8), _mm256_loadu_ps(x + i + 8), a1);
-    a2 = _mm256_fmadd_ps(load_w(w + i + 16), _mm256_loadu_ps(x + i + 16), a2);
-    a3 = _mm256_fmadd_ps(load_w(w + i + 24), _mm256_loadu_ps(x + i + 24), a3);
+    __m256 xv[4];
+    for (int j = 0; j < 4; ++j) xv[j] = _mm256_loadu_ps(x + i + 8 * j);
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < 4; ++j) acc[r][j] = _mm256_fmadd_ps(load_w(wr[r] + i + 8 * j), xv[j], acc[r][j]);
+    }
   }
-  for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(load_w(w + i), _mm256_loadu_ps(x + i), a0);
-  return hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  for (; i + 8 <= n; i += 8) {
+    const __m256 xv = _mm256_loadu_ps(x + i);
+    for (int r = 0; r < R; ++r) acc[r][0] = _mm256_fmadd_ps(load_w(wr[r] + i), xv, acc[r][0]);
+  }
+  for (int r = 0; r < R; ++r) {
+    float s = hsum(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), _mm256_add_ps(acc[r][2], acc[r][3])));
+    for (int64_t k = i; k < n; ++k) s = fma_ss(to_float(wr[r][k]), x[k], s);
+    out[r] = s;
+  }
+}
+
+__m256 load_f32(const float* p) { return _mm256_loadu_ps(p); }
+float f32_value(float f) { return f; }
+float bf16_value(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
 }
 
 float dot_f32(const float* w, const float* x, int64_t n) {
-  float s = dot_generic(w, x, n, [](const float* p) { return _mm256_loadu_ps(p); });
-  for (int64_t i = n & ~int64_t{7}; i < n; ++i) s += w[i] * x[i];
-  return s;
+  float out;
+  dot_rows_float<1>(w, 0, x, n, &out, load_f32, f32_value);
+  return out;
 }
-
 float dot_f16(const uint16_t* w, const float* x, int64_t n) {
-  float s = dot_generic(w, x, n, load_f16);
-  for (int64_t i = n & ~int64_t{7}; i < n; ++i) s += half_to_float(w[i]) * x[i];
-  return s;
+  float out;
+  dot_rows_float<1>(w, 0, x, n, &out, load_f16, half_to_float);
+  return out;
 }
-
 float dot_bf16(const uint16_t* w, const float* x, int64_t n) {
-  float s = dot_generic(w, x, n, load_bf16);
-  for (int64_t i = n & ~int64_t{7}; i < n; ++i) {
-    const uint32_t u = static_cast<uint32_t>(w[i]) << 16;
-    float f;
-    __builtin_memcpy(&f, &u, 4);
-    s += f * x[i];
-  }
-  return s;
+  float out;
+  dot_rows_float<1>(w, 0, x, n, &out, load_bf16, bf16_value);
+  return out;
 }
-
-// Per-block int8 products as 8 int32 partial sums. maddubs multiplies unsigned
-// by signed bytes, so the weight's sign moves onto x: |w| * (x * sign(w)).
-// Pair sums stay below 2 * 128 * 127 and cannot saturate the int16.
-__m256i block_products(__m256i wv, __m256i xv) {
-  const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv));
-  return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+// kDotRows rows as pairs: four rows' accumulators would not fit in registers.
+void dot_rows_f32(const float* w, int64_t s, const float* x, int64_t n, float* out) {
+  for (int r = 0; r < kDotRows; r += 2) dot_rows_float<2>(row_at(w, s, r), s, x, n, out + r, load_f32, f32_value);
+}
+void dot_rows_f16(const uint16_t* w, int64_t s, const float* x, int64_t n, float* out) {
+  for (int r = 0; r < kDotRows; r += 2) dot_rows_float<2>(row_at(w, s, r), s, x, n, out + r, load_f16, half_to_float);
+}
+void dot_rows_bf16(const uint16_t* w, int64_t s, const float* x, int64_t n, float* out) {
+  for (int r = 0; r < kDotRows; r += 2) dot_rows_float<2>(row_at(w, s, r), s, x, n, out + r, load_bf16, bf16_value);
 }
 
 __m256i load_q8(const int8_t* qs) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs)); }
 
-// Q4_0 nibbles unpacked into elements 0..31 (low nibbles first), minus 8.
-__m256i load_q4(const uint8_t* qs) {
-  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
-  return _mm256_sub_epi8(u, _mm256_set1_epi8(8));
-}
+// Per-block int32 lane sums (lane j = products 4j..4j+3, exact). maddubs
+// multiplies unsigned by signed bytes, so the weight's sign moves onto x:
+// |w| * (x * sign(w)); pair sums stay below 2 * 128 * 127, no saturation.
+struct Q8Weights {
+  static __m256i lanes(const BlockQ8_0& w, __m256i xv, __m256i /*x_sum8*/) {
+    const __m256i wv = load_q8(w.qs);
+    const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv));
+    return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+  }
+};
 
-template <typename Block>
-__m256 block_term(const Block& w, const BlockQ8_0& x, __m256i wv, __m256 acc) {
-  const __m256 d = _mm256_set1_ps(half_to_float(w.d) * half_to_float(x.d));
-  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_products(wv, load_q8(x.qs))), d, acc);
+// Q4_0: nibbles u in 0..15 are unsigned already, so sum (u - 8) * x =
+// maddubs(u, x) - maddubs(8, x); the second term depends only on x and is
+// shared between rows.
+struct Q4Weights {
+  static __m256i lanes(const BlockQ4_0& w, __m256i xv, __m256i x_sum8) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs));
+    const __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
+    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), _mm256_set1_epi16(1));
+    return _mm256_sub_epi32(p, x_sum8);
+  }
+};
+
+// R weight rows against one Q8_0 activation row; per row four accumulators
+// over 4-block steps, each block adding lanes * (d_w * d_x). R > 1 shares the
+// x loads and x-scale conversions only.
+template <int R, typename Weights, typename Block>
+void dot_rows_quant(const Block* w, int64_t row_stride, const BlockQ8_0* x, int64_t n, float* out) {
+  const int64_t nb = n / kQuantBlockElems;
+  const Block* wr[R];
+  __m256 acc[R][4];
+  for (int r = 0; r < R; ++r) {
+    wr[r] = row_at(w, row_stride, r);
+    for (int j = 0; j < 4; ++j) acc[r][j] = _mm256_setzero_ps();
+  }
+  auto step = [&](int64_t b, int j) {
+    const __m256i xv = load_q8(x[b].qs);
+    const __m256i x_sum8 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), xv), _mm256_set1_epi16(1));
+    const float dx = half_to_float(x[b].d);
+    for (int r = 0; r < R; ++r) {
+      const __m256 d = _mm256_set1_ps(half_to_float(wr[r][b].d) * dx);
+      acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Weights::lanes(wr[r][b], xv, x_sum8)), d, acc[r][j]);
+    }
+  };
+  int64_t b = 0;
+  for (; b + 4 <= nb; b += 4) {
+    for (int j = 0; j < 4; ++j) step(b + j, j);
+  }
+  for (; b < nb; ++b) step(b, 0);
+  for (int r = 0; r < R; ++r) {
+    out[r] = hsum(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), _mm256_add_ps(acc[r][2], acc[r][3])));
+  }
 }
 
 float dot_q8_0(const BlockQ8_0* w, const BlockQ8_0* x, int64_t n) {
-  const int64_t nb = n / kQuantBlockElems;
-  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-  __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-  int64_t b = 0;
-  for (; b + 4 <= nb; b += 4) {
-    a0 = block_term(w[b], x[b], load_q8(w[b].qs), a0);
-    a1 = block_term(w[b + 1], x[b + 1], load_q8(w[b + 1].qs), a1);
-    a2 = block_term(w[b + 2], x[b + 2], load_q8(w[b + 2].qs), a2);
-    a3 = block_term(w[b + 3], x[b + 3], load_q8(w[b + 3].qs), a3);
-  }
-  for (; b < nb; ++b) a0 = block_term(w[b], x[b], load_q8(w[b].qs), a0);
-  return hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  float out;
+  dot_rows_quant<1, Q8Weights>(w, 0, x, n, &out);
+  return out;
 }
-
 float dot_q4_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n) {
-  const int64_t nb = n / kQuantBlockElems;
-  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-  __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-  int64_t b = 0;
-  for (; b + 4 <= nb; b += 4) {
-    a0 = block_term(w[b], x[b], load_q4(w[b].qs), a0);
-    a1 = block_term(w[b + 1], x[b + 1], load_q4(w[b + 1].qs), a1);
-    a2 = block_term(w[b + 2], x[b + 2], load_q4(w[b + 2].qs), a2);
-    a3 = block_term(w[b + 3], x[b + 3], load_q4(w[b + 3].qs), a3);
-  }
-  for (; b < nb; ++b) a0 = block_term(w[b], x[b], load_q4(w[b].qs), a0);
-  return hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  float out;
+  dot_rows_quant<1, Q4Weights>(w, 0, x, n, &out);
+  return out;
+}
+void dot_rows_q8_0(const BlockQ8_0* w, int64_t s, const BlockQ8_0* x, int64_t n, float* out) {
+  for (int r = 0; r < kDotRows; r += 2) dot_rows_quant<2, Q8Weights>(row_at(w, s, r), s, x, n, out + r);
+}
+void dot_rows_q4_0(const BlockQ4_0* w, int64_t s, const BlockQ8_0* x, int64_t n, float* out) {
+  for (int r = 0; r < kDotRows; r += 2) dot_rows_quant<2, Q4Weights>(row_at(w, s, r), s, x, n, out + r);
 }
 
 // lround semantics (half away from zero) without the v + 0.5 double rounding:
@@ -301,6 +360,11 @@ const Kernels& avx2_kernels() {
       .dot_bf16 = dot_bf16,
       .dot_q8_0 = dot_q8_0,
       .dot_q4_0 = dot_q4_0,
+      .dot_rows_f32 = dot_rows_f32,
+      .dot_rows_f16 = dot_rows_f16,
+      .dot_rows_bf16 = dot_rows_bf16,
+      .dot_rows_q8_0 = dot_rows_q8_0,
+      .dot_rows_q4_0 = dot_rows_q4_0,
       .quantize_row_q8_0 = quantize_row_q8_0,
       .axpy_f16 = axpy_f16,
       .scale = scale,

@@ -37,51 +37,69 @@ __m512 load_bf16(const uint16_t* p, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
 }
 
-// 64 elements per iteration in four accumulators; the tail uses masked loads
-// (masked-off lanes read nothing, so no over-read past the row).
-template <typename T, typename LoadW>
-float dot_generic(const T* w, const float* x, int64_t n, LoadW load_w) {
+template <typename T>
+const T* row_at(const T* w, int64_t row_stride, int r) {
+  return reinterpret_cast<const T*>(reinterpret_cast<const char*>(w) + r * row_stride);
+}
+
+// R weight rows against one activation row. Each row keeps its own four
+// accumulators over 64-element steps, and the tail uses masked loads (masked
+// lanes read nothing, so no over-read). R = 1 is the single-row dot; for
+// R > 1 every row goes through exactly the same instruction sequence, only
+// the x loads are shared, so the results are bit-identical to R = 1.
+template <int R, typename T, typename LoadW>
+void dot_rows_float(const T* w, int64_t row_stride, const float* x, int64_t n, float* out, LoadW load_w) {
   const __mmask16 all = 0xffff;
-  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-  __m512 a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+  const T* wr[R];
+  __m512 acc[R][4];
+  for (int r = 0; r < R; ++r) {
+    wr[r] = row_at(w, row_stride, r);
+    for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
+  }
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    a0 = _mm512_fmadd_ps(load_w(w + i, all), _mm512_loadu_ps(x + i), a0);
-    a1 = _mm512_fmadd_ps(load_w(w + i + 16, all), _mm512_loadu_ps(x + i + 16), a1);
-    a2 = _mm512_fmadd_ps(load_w(w + i + 32, all), _mm512_loadu_ps(x + i + 32), a2);
-    a3 = _mm512_fmadd_ps(load_w(w + i + 48, all), _mm512_loadu_ps(x + i + 48), a3);
+    __m512 xv[4];
+    for (int j = 0; j < 4; ++j) xv[j] = _mm512_loadu_ps(x + i + 16 * j);
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_fmadd_ps(load_w(wr[r] + i + 16 * j, all), xv[j], acc[r][j]);
+    }
   }
   for (; i < n; i += 16) {
     const __mmask16 m = tail_mask(n - i);
-    a0 = _mm512_fmadd_ps(load_w(w + i, m), load_f32(x + i, m), a0);
+    const __m512 xv = load_f32(x + i, m);
+    for (int r = 0; r < R; ++r) acc[r][0] = _mm512_fmadd_ps(load_w(wr[r] + i, m), xv, acc[r][0]);
   }
-  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+  for (int r = 0; r < R; ++r) {
+    out[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_add_ps(acc[r][2], acc[r][3])));
+  }
 }
 
-float dot_f32(const float* w, const float* x, int64_t n) { return dot_generic(w, x, n, load_f32); }
-float dot_f16(const uint16_t* w, const float* x, int64_t n) { return dot_generic(w, x, n, load_f16); }
-float dot_bf16(const uint16_t* w, const float* x, int64_t n) { return dot_generic(w, x, n, load_bf16); }
+float dot_f32(const float* w, const float* x, int64_t n) {
+  float out;
+  dot_rows_float<1>(w, 0, x, n, &out, load_f32);
+  return out;
+}
+float dot_f16(const uint16_t* w, const float* x, int64_t n) {
+  float out;
+  dot_rows_float<1>(w, 0, x, n, &out, load_f16);
+  return out;
+}
+float dot_bf16(const uint16_t* w, const float* x, int64_t n) {
+  float out;
+  dot_rows_float<1>(w, 0, x, n, &out, load_bf16);
+  return out;
+}
+void dot_rows_f32(const float* w, int64_t s, const float* x, int64_t n, float* out) {
+  dot_rows_float<kDotRows>(w, s, x, n, out, load_f32);
+}
+void dot_rows_f16(const uint16_t* w, int64_t s, const float* x, int64_t n, float* out) {
+  dot_rows_float<kDotRows>(w, s, x, n, out, load_f16);
+}
+void dot_rows_bf16(const uint16_t* w, int64_t s, const float* x, int64_t n, float* out) {
+  dot_rows_float<kDotRows>(w, s, x, n, out, load_bf16);
+}
 
 __m256i load_q8(const int8_t* qs) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs)); }
-
-// Q4_0 nibbles unpacked into elements 0..31 (low nibbles first), minus 8.
-__m256i load_q4(const uint8_t* qs) {
-  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
-  return _mm256_sub_epi8(u, _mm256_set1_epi8(8));
-}
-
-// vpdpbusd multiplies unsigned by signed bytes and sums groups of four into
-// int32 without intermediate saturation: |w| * (x * sign(w)). 256-bit VNNI
-// matches a 34-byte block's 32 quants exactly; Zen 4 splits 512-bit ops into
-// two halves anyway.
-template <typename Block>
-__m256 block_term(const Block& w, const BlockQ8_0& x, __m256i wv, __m256 acc) {
-  const __m256i xv = load_q8(x.qs);
-  const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv));
-  const __m256 d = _mm256_set1_ps(half_to_float(w.d) * half_to_float(x.d));
-  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), d, acc);
-}
 
 float hsum256(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -90,34 +108,75 @@ float hsum256(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-float dot_q8_0(const BlockQ8_0* w, const BlockQ8_0* x, int64_t n) {
+// Per-block int32 lane sums (lane j = products 4j..4j+3, exact) for Q8_0
+// weights: vpdpbusd multiplies unsigned by signed bytes, so the weight's sign
+// moves onto x: |w| * (x * sign(w)). 256-bit VNNI matches a block's 32 quants;
+// Zen 4 splits 512-bit ops into halves anyway.
+struct Q8Weights {
+  static __m256i lanes(const BlockQ8_0& w, __m256i xv, __m256i /*x_sum8*/) {
+    const __m256i wv = load_q8(w.qs);
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv));
+  }
+};
+
+// Q4_0: the nibbles u in 0..15 are already unsigned, so sum (u - 8) * x =
+// dpbusd(u, x) - dpbusd(8, x); the second term depends only on x and is
+// shared between rows. Integer arithmetic, so the lanes are exact.
+struct Q4Weights {
+  static __m256i lanes(const BlockQ4_0& w, __m256i xv, __m256i x_sum8) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs));
+    const __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
+    return _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u, xv), x_sum8);
+  }
+};
+
+// R weight rows against one Q8_0 activation row; per row four accumulators
+// over 4-block steps, each block adding lanes * (d_w * d_x). As with the
+// float dots, R > 1 only shares the x loads and x-scale conversions.
+template <int R, typename Weights, typename Block>
+void dot_rows_quant(const Block* w, int64_t row_stride, const BlockQ8_0* x, int64_t n, float* out) {
   const int64_t nb = n / kQuantBlockElems;
-  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-  __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+  const Block* wr[R];
+  __m256 acc[R][4];
+  for (int r = 0; r < R; ++r) {
+    wr[r] = row_at(w, row_stride, r);
+    for (int j = 0; j < 4; ++j) acc[r][j] = _mm256_setzero_ps();
+  }
+  const __m256i eights = _mm256_set1_epi8(8);
+  auto step = [&](int64_t b, int j) {
+    const __m256i xv = load_q8(x[b].qs);
+    const __m256i x_sum8 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), eights, xv);
+    const float dx = half_to_float(x[b].d);
+    for (int r = 0; r < R; ++r) {
+      const __m256 d = _mm256_set1_ps(half_to_float(wr[r][b].d) * dx);
+      acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Weights::lanes(wr[r][b], xv, x_sum8)), d, acc[r][j]);
+    }
+  };
   int64_t b = 0;
   for (; b + 4 <= nb; b += 4) {
-    a0 = block_term(w[b], x[b], load_q8(w[b].qs), a0);
-    a1 = block_term(w[b + 1], x[b + 1], load_q8(w[b + 1].qs), a1);
-    a2 = block_term(w[b + 2], x[b + 2], load_q8(w[b + 2].qs), a2);
-    a3 = block_term(w[b + 3], x[b + 3], load_q8(w[b + 3].qs), a3);
+    for (int j = 0; j < 4; ++j) step(b + j, j);
   }
-  for (; b < nb; ++b) a0 = block_term(w[b], x[b], load_q8(w[b].qs), a0);
-  return hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  for (; b < nb; ++b) step(b, 0);
+  for (int r = 0; r < R; ++r) {
+    out[r] = hsum256(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), _mm256_add_ps(acc[r][2], acc[r][3])));
+  }
 }
 
+float dot_q8_0(const BlockQ8_0* w, const BlockQ8_0* x, int64_t n) {
+  float out;
+  dot_rows_quant<1, Q8Weights>(w, 0, x, n, &out);
+  return out;
+}
 float dot_q4_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n) {
-  const int64_t nb = n / kQuantBlockElems;
-  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-  __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-  int64_t b = 0;
-  for (; b + 4 <= nb; b += 4) {
-    a0 = block_term(w[b], x[b], load_q4(w[b].qs), a0);
-    a1 = block_term(w[b + 1], x[b + 1], load_q4(w[b + 1].qs), a1);
-    a2 = block_term(w[b + 2], x[b + 2], load_q4(w[b + 2].qs), a2);
-    a3 = block_term(w[b + 3], x[b + 3], load_q4(w[b + 3].qs), a3);
-  }
-  for (; b < nb; ++b) a0 = block_term(w[b], x[b], load_q4(w[b].qs), a0);
-  return hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  float out;
+  dot_rows_quant<1, Q4Weights>(w, 0, x, n, &out);
+  return out;
+}
+void dot_rows_q8_0(const BlockQ8_0* w, int64_t s, const BlockQ8_0* x, int64_t n, float* out) {
+  dot_rows_quant<kDotRows, Q8Weights>(w, s, x, n, out);
+}
+void dot_rows_q4_0(const BlockQ4_0* w, int64_t s, const BlockQ8_0* x, int64_t n, float* out) {
+  dot_rows_quant<kDotRows, Q4Weights>(w, s, x, n, out);
 }
 
 // lround semantics (half away from zero): the fraction v - trunc(v) is exact,
@@ -266,6 +325,11 @@ const Kernels& avx512_kernels() {
       .dot_bf16 = dot_bf16,
       .dot_q8_0 = dot_q8_0,
       .dot_q4_0 = dot_q4_0,
+      .dot_rows_f32 = dot_rows_f32,
+      .dot_rows_f16 = dot_rows_f16,
+      .dot_rows_bf16 = dot_rows_bf16,
+      .dot_rows_q8_0 = dot_rows_q8_0,
+      .dot_rows_q4_0 = dot_rows_q4_0,
       .quantize_row_q8_0 = quantize_row_q8_0,
       .axpy_f16 = axpy_f16,
       .scale = scale,

@@ -59,6 +59,14 @@ float dot_q4_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n) {
   return sum;
 }
 
+// The scalar path has no loads to share: kDotRows single-row calls.
+template <typename W, typename X, float (*Dot)(const W*, const X*, int64_t)>
+void dot_rows(const W* w, int64_t row_stride, const X* x, int64_t n, float* out) {
+  for (int r = 0; r < kDotRows; ++r) {
+    out[r] = Dot(reinterpret_cast<const W*>(reinterpret_cast<const char*>(w) + r * row_stride), x, n);
+  }
+}
+
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
   // Same arithmetic as quantize_row_q8_0_ref, restated here so the table has
   // no dependence on how core implements it.
@@ -145,6 +153,11 @@ const Kernels& scalar_kernels() {
       .dot_bf16 = dot_bf16,
       .dot_q8_0 = dot_q8_0,
       .dot_q4_0 = dot_q4_0,
+      .dot_rows_f32 = dot_rows<float, float, dot_f32>,
+      .dot_rows_f16 = dot_rows<uint16_t, float, dot_f16>,
+      .dot_rows_bf16 = dot_rows<uint16_t, float, dot_bf16>,
+      .dot_rows_q8_0 = dot_rows<BlockQ8_0, BlockQ8_0, dot_q8_0>,
+      .dot_rows_q4_0 = dot_rows<BlockQ4_0, BlockQ8_0, dot_q4_0>,
       .quantize_row_q8_0 = quantize_row_q8_0,
       .axpy_f16 = axpy_f16,
       .scale = scale,
