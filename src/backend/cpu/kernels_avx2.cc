@@ -148,9 +148,21 @@ struct Q4Weights {
   }
 };
 
+// f32 values of the f16 scales of blocks b..b+3 in one conversion. The four
+// 16-bit fields are packed in general-purpose registers, which keeps the
+// vector ports (the bottleneck here) free for the products.
+template <typename Block>
+__m128 scales4(const Block* blk) {
+  const uint64_t lo = uint64_t{blk[0].d} | uint64_t{blk[1].d} << 16;
+  const uint64_t hi = uint64_t{blk[2].d} | uint64_t{blk[3].d} << 16;
+  return _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(lo | hi << 32)));
+}
+
 // R weight rows against one Q8_0 activation row; per row four accumulators
-// over 4-block steps, each block adding lanes * (d_w * d_x). R > 1 shares the
-// x loads and x-scale conversions only.
+// over 4-block steps, block j adding lanes * (d_w * d_x) to accumulator j.
+// The scale products are the same IEEE multiplies whether done four at a
+// time or one by one (tail), and R > 1 shares only the x loads and x-scale
+// conversions, so every R gives bit-identical results.
 template <int R, typename Weights, typename Block>
 void dot_rows_quant(const Block* w, int64_t row_stride, const BlockQ8_0* x, int64_t n, float* out) {
   const int64_t nb = n / kQuantBlockElems;
@@ -160,20 +172,33 @@ void dot_rows_quant(const Block* w, int64_t row_stride, const BlockQ8_0* x, int6
     wr[r] = row_at(w, row_stride, r);
     for (int j = 0; j < 4; ++j) acc[r][j] = _mm256_setzero_ps();
   }
-  auto step = [&](int64_t b, int j) {
+  int64_t b = 0;
+  for (; b + 4 <= nb; b += 4) {
+    const __m128 dx = scales4(x + b);
+    __m256 d[R];  // [d_w * d_x of blocks b..b+3] twice
+    for (int r = 0; r < R; ++r) {
+      const __m128 d4 = _mm_mul_ps(scales4(wr[r] + b), dx);
+      d[r] = _mm256_set_m128(d4, d4);
+    }
+    for (int j = 0; j < 4; ++j) {
+      const __m256i xv = load_q8(x[b + j].qs);
+      const __m256i x_sum8 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), xv), _mm256_set1_epi16(1));
+      const __m256i sel = _mm256_set1_epi32(j);
+      for (int r = 0; r < R; ++r) {
+        const __m256 dj = _mm256_permutevar8x32_ps(d[r], sel);
+        acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Weights::lanes(wr[r][b + j], xv, x_sum8)), dj, acc[r][j]);
+      }
+    }
+  }
+  for (; b < nb; ++b) {
     const __m256i xv = load_q8(x[b].qs);
     const __m256i x_sum8 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), xv), _mm256_set1_epi16(1));
     const float dx = half_to_float(x[b].d);
     for (int r = 0; r < R; ++r) {
       const __m256 d = _mm256_set1_ps(half_to_float(wr[r][b].d) * dx);
-      acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Weights::lanes(wr[r][b], xv, x_sum8)), d, acc[r][j]);
+      acc[r][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Weights::lanes(wr[r][b], xv, x_sum8)), d, acc[r][0]);
     }
-  };
-  int64_t b = 0;
-  for (; b + 4 <= nb; b += 4) {
-    for (int j = 0; j < 4; ++j) step(b + j, j);
   }
-  for (; b < nb; ++b) step(b, 0);
   for (int r = 0; r < R; ++r) {
     out[r] = hsum(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), _mm256_add_ps(acc[r][2], acc[r][3])));
   }
