@@ -54,7 +54,7 @@ std::vector<uint8_t> small_file() {
   nested.array = {inner, inner};
   w.add_value("nested", nested);
   w.add_tensor("a", {8, 2}, DType::kF16, std::vector<uint8_t>(32, 7));
-  w.add_tensor("b", {32}, DType::kQ8_0, std::vector<uint8_t>(34, 9));  // ends unpadded? see end_of_data
+  w.add_tensor("b", {32}, DType::kQ8_0, std::vector<uint8_t>(34, 9));  // 34 bytes + 30 of padding
   return w.to_bytes().value();
 }
 
