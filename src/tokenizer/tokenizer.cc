@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <array>
 #include <optional>
 #include <utility>
 
+#include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/hf_tokenizer_json.h"
+#include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/spm_tokenizer.h"
 
 namespace tessera {
@@ -17,6 +21,9 @@ constexpr std::string_view kModelKey = "tokenizer.ggml.model";
 constexpr std::string_view kTokensKey = "tokenizer.ggml.tokens";
 constexpr std::string_view kScoresKey = "tokenizer.ggml.scores";
 constexpr std::string_view kTypesKey = "tokenizer.ggml.token_type";
+constexpr std::string_view kMergesKey = "tokenizer.ggml.merges";
+constexpr std::string_view kPreKey = "tokenizer.ggml.pre";
+constexpr std::string_view kChatTemplateKey = "tokenizer.chat_template";
 
 // Reads an optional token id: `fallback` when absent (kept only if in range),
 // -1 when stored as -1 (or as uint32 0xFFFFFFFF, which llama.cpp's converters
@@ -55,6 +62,25 @@ Tokenizer::Tokenizer(Vocabulary vocab) : vocab_(std::move(vocab)) {
   }
   std::sort(eog_ids_.begin(), eog_ids_.end());
   eog_ids_.erase(std::unique(eog_ids_.begin(), eog_ids_.end()), eog_ids_.end());
+  control_tokens_ = SpecialTokenMatcher(vocab_, /*control=*/true, /*user_defined=*/false);
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  if (!parse_special || control_tokens_.empty()) return encode(text, add_special);
+  std::vector<SpecialTokenMatcher::Fragment> fragments;
+  control_tokens_.split(text, /*parse_special=*/true, fragments);
+  std::vector<int32_t> out;
+  if (add_special && vocab_.add_bos && vocab_.bos_id >= 0) out.push_back(vocab_.bos_id);
+  for (const SpecialTokenMatcher::Fragment& f : fragments) {
+    if (f.id >= 0) {
+      out.push_back(f.id);
+    } else {
+      const std::vector<int32_t> ids = encode(f.text, /*add_special=*/false);
+      out.insert(out.end(), ids.begin(), ids.end());
+    }
+  }
+  if (add_special && vocab_.add_eos && vocab_.eos_id >= 0) out.push_back(vocab_.eos_id);
+  return out;
 }
 
 bool Tokenizer::is_eog(int32_t id) const {
@@ -79,14 +105,15 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const GgufFile& gguf) {
     return not_found(fmt::format("{}: no tokenizer: metadata key {} is missing", gguf.name(), kModelKey));
   }
   TESSERA_ASSIGN_OR_RETURN(std::string model, gguf.get_string(kModelKey));
-  if (model != "llama") {
+  if (model != "llama" && model != "gpt2") {
     if (model == "no" || model == "none") {
       return unimplemented(fmt::format("{}: {} = \"{}\": models without a vocabulary are not supported",
                                        gguf.name(), kModelKey, model));
     }
-    return unimplemented(fmt::format("{}: {} tokenizers are not supported yet ({} = \"{}\")",
-                                     gguf.name(), model, kModelKey, model));
+    return unimplemented(fmt::format("{}: {} tokenizers are not supported ({} = \"{}\")", gguf.name(), model,
+                                     kModelKey, model));
   }
+  const bool bpe = model == "gpt2";
 
   Vocabulary vocab;
   vocab.model = model;
@@ -134,20 +161,71 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const GgufFile& gguf) {
     vocab.types.assign(n, TokenType::kNormal);
   }
 
-  TESSERA_ASSIGN_OR_RETURN(vocab.bos_id, read_token_id(gguf, "tokenizer.ggml.bos_token_id", 1, n_vocab));
-  TESSERA_ASSIGN_OR_RETURN(vocab.eos_id, read_token_id(gguf, "tokenizer.ggml.eos_token_id", 2, n_vocab));
+  // SentencePiece vocabularies default to <unk>=0, <s>=1, </s>=2; BPE ones have no defaults.
+  TESSERA_ASSIGN_OR_RETURN(vocab.bos_id,
+                           read_token_id(gguf, "tokenizer.ggml.bos_token_id", bpe ? -1 : 1, n_vocab));
+  TESSERA_ASSIGN_OR_RETURN(vocab.eos_id,
+                           read_token_id(gguf, "tokenizer.ggml.eos_token_id", bpe ? -1 : 2, n_vocab));
   TESSERA_ASSIGN_OR_RETURN(vocab.eot_id, read_token_id(gguf, "tokenizer.ggml.eot_token_id", -1, n_vocab));
   TESSERA_ASSIGN_OR_RETURN(vocab.eom_id, read_token_id(gguf, "tokenizer.ggml.eom_token_id", -1, n_vocab));
   TESSERA_ASSIGN_OR_RETURN(vocab.unk_id,
-                           read_token_id(gguf, "tokenizer.ggml.unknown_token_id", 0, n_vocab));
+                           read_token_id(gguf, "tokenizer.ggml.unknown_token_id", bpe ? -1 : 0, n_vocab));
   TESSERA_ASSIGN_OR_RETURN(vocab.pad_id,
                            read_token_id(gguf, "tokenizer.ggml.padding_token_id", -1, n_vocab));
-  TESSERA_ASSIGN_OR_RETURN(vocab.add_bos, read_flag(gguf, "tokenizer.ggml.add_bos_token", true));
+  if (gguf.find(kChatTemplateKey) != nullptr) {
+    TESSERA_ASSIGN_OR_RETURN(vocab.chat_template, gguf.get_string(kChatTemplateKey));
+  }
   TESSERA_ASSIGN_OR_RETURN(vocab.add_eos, read_flag(gguf, "tokenizer.ggml.add_eos_token", false));
-  TESSERA_ASSIGN_OR_RETURN(vocab.add_space_prefix,
-                           read_flag(gguf, "tokenizer.ggml.add_space_prefix", true));
 
-  return std::unique_ptr<Tokenizer>(std::make_unique<SpmTokenizer>(std::move(vocab)));
+  if (!bpe) {
+    TESSERA_ASSIGN_OR_RETURN(vocab.add_bos, read_flag(gguf, "tokenizer.ggml.add_bos_token", true));
+    TESSERA_ASSIGN_OR_RETURN(vocab.add_space_prefix,
+                             read_flag(gguf, "tokenizer.ggml.add_space_prefix", true));
+    return std::unique_ptr<Tokenizer>(std::make_unique<SpmTokenizer>(std::move(vocab)));
+  }
+
+  if (gguf.find(kPreKey) != nullptr) {
+    TESSERA_ASSIGN_OR_RETURN(vocab.pre, gguf.get_string(kPreKey));
+  }
+  Result<GgufPreset> preset = gguf_preset(vocab.pre);
+  if (!preset.ok()) return unimplemented(fmt::format("{}: {}", gguf.name(), preset.status().message()));
+  TESSERA_ASSIGN_OR_RETURN(vocab.add_bos, read_flag(gguf, "tokenizer.ggml.add_bos_token", preset->add_bos));
+  TESSERA_ASSIGN_OR_RETURN(vocab.add_space_prefix, read_flag(gguf, "tokenizer.ggml.add_space_prefix", false));
+
+  if (gguf.find(kMergesKey) == nullptr) {
+    return not_found(fmt::format("{}: metadata key {} is missing (required for gpt2 vocabularies)", gguf.name(),
+                                 kMergesKey));
+  }
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<std::string> merges, gguf.get_string_array(kMergesKey));
+  BpeConfig config;
+  config.merges.reserve(merges.size());
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const std::string& m = merges[i];
+    const size_t space = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
+    if (space == std::string::npos || space + 1 >= m.size()) {
+      return data_loss(fmt::format("{}: {}[{}] = \"{}\" is not \"left right\"", gguf.name(), kMergesKey, i, m));
+    }
+    config.merges.emplace_back(m.substr(0, space), m.substr(space + 1));
+  }
+  config.pre_tokenizer = std::move(preset->pre_tokenizer);
+  config.ignore_merges = preset->ignore_merges;
+  config.decode_byte_level = true;
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<BpeTokenizer> tok, BpeTokenizer::create(std::move(vocab), std::move(config)));
+  return std::unique_ptr<Tokenizer>(std::move(tok));
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_json(const std::string& tokenizer_json_path,
+                                                           const std::string& tokenizer_config_json_path) {
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<BpeTokenizer> tok,
+                           load_hf_tokenizer(tokenizer_json_path, tokenizer_config_json_path));
+  return std::unique_ptr<Tokenizer>(std::move(tok));
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_dir(const std::string& dir) {
+  const std::string config = dir + "/tokenizer_config.json";
+  std::error_code ec;
+  const bool has_config = std::filesystem::is_regular_file(config, ec);
+  return from_hf_json(dir + "/tokenizer.json", has_config ? config : std::string());
 }
 
 }  // namespace tessera

@@ -6,8 +6,12 @@
 // implementation named by `tokenizer.ggml.model`:
 //   "llama" -> SpmTokenizer (SentencePiece BPE, Kudo & Richardson 2018;
 //              src/tokenizer/spm_tokenizer.h)
-//   others  -> kUnimplemented for now (a GPT-2 byte-level BPE tokenizer will
-//              be added behind the same interface).
+//   "gpt2"  -> BpeTokenizer (GPT-2 byte-level BPE with ranked merges;
+//              src/tokenizer/bpe_tokenizer.h), pre-tokenizer chosen by
+//              `tokenizer.ggml.pre` (src/tokenizer/pre_tokenizer.h)
+//   others  -> kUnimplemented.
+// from_hf_json() builds a BpeTokenizer from a Hugging Face tokenizer.json
+// (src/tokenizer/hf_tokenizer_json.h).
 //
 // The base class owns the vocabulary (token texts, scores, types and the
 // special ids) and its accessors; subclasses implement encode/decode.
@@ -23,6 +27,7 @@
 
 #include "formats/gguf_reader.h"
 #include "tessera/status.h"
+#include "tokenizer/special_tokens.h"
 
 namespace tessera {
 
@@ -42,7 +47,8 @@ enum class TokenType : int32_t {
 // The vocabulary shared by all tokenizer implementations. Ids are indices
 // into `tokens`; -1 means "this vocabulary has no such token".
 struct Vocabulary {
-  std::string model;                // tokenizer.ggml.model, e.g. "llama"
+  std::string model;                // tokenizer.ggml.model, e.g. "llama"; "hf-bpe" from tokenizer.json
+  std::string pre;                  // tokenizer.ggml.pre, e.g. "llama-bpe" ("" when absent)
   std::vector<std::string> tokens;  // token texts as stored (SentencePiece: spaces are U+2581)
   std::vector<float> scores;        // one per token (0 when the file has none)
   std::vector<TokenType> types;     // one per token (kNormal when the file has none)
@@ -55,6 +61,7 @@ struct Vocabulary {
   bool add_bos = true;           // tokenizer.ggml.add_bos_token
   bool add_eos = false;          // tokenizer.ggml.add_eos_token
   bool add_space_prefix = true;  // tokenizer.ggml.add_space_prefix
+  std::string chat_template;     // tokenizer.chat_template / tokenizer_config.json ("" when none)
 };
 
 class Tokenizer {
@@ -77,9 +84,27 @@ class Tokenizer {
   //   kDataLoss        empty token list, scores/token_type length differs from
   //                    tokens, a token type outside 0..6, a byte token whose
   //                    text is not "<0xNN>", a special id outside [0, n_vocab);
-  //   kUnimplemented   any model other than "llama" ("gpt2 tokenizers are not
-  //                    supported yet").
+  //   kUnimplemented   any model other than "llama" and "gpt2", or an unknown
+  //                    tokenizer.ggml.pre.
+  // "gpt2" additionally reads tokenizer.ggml.{pre, merges} (merges: strings
+  // "left right"; required) and uses no defaults for the special ids (absent
+  // = none); add_bos defaults to llama.cpp's per-pre choice (true for the
+  // Llama 3 family, else false), add_eos to false, add_space_prefix to false.
+  // Both read tokenizer.chat_template when present (chat_template()).
   static Result<std::unique_ptr<Tokenizer>> from_gguf(const GgufFile& gguf);
+
+  // Builds the tokenizer described by a Hugging Face tokenizer.json (model
+  // type "BPE") and, when `tokenizer_config_json_path` is not empty, its
+  // tokenizer_config.json (bos_token, eos_token, unk_token, pad_token,
+  // add_bos_token, add_eos_token, chat_template). See hf_tokenizer_json.h
+  // for the supported normalizers, pre-tokenizers and decoders.
+  // Errors: kNotFound (a file cannot be read), kDataLoss (not JSON, missing
+  // or malformed fields, ids out of range), kUnimplemented (another model
+  // type, or an unsupported normalizer/pre-tokenizer/decoder, named).
+  static Result<std::unique_ptr<Tokenizer>> from_hf_json(const std::string& tokenizer_json_path,
+                                                         const std::string& tokenizer_config_json_path);
+  // from_hf_json(dir/tokenizer.json, dir/tokenizer_config.json if it exists).
+  static Result<std::unique_ptr<Tokenizer>> from_hf_dir(const std::string& dir);
 
   // Token ids for `text` (arbitrary bytes; invalid UTF-8 is encoded through
   // byte-fallback tokens, or <unk> when the vocabulary has none). With
@@ -87,6 +112,15 @@ class Tokenizer {
   // add_eos(). Control tokens are never produced from the text itself: "<s>"
   // in the text is tokenized as the characters '<', 's', '>'.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special) const = 0;
+
+  // As encode(text, add_special), but with `parse_special` control tokens
+  // written in the text ("<|im_start|>", "<s>", ...) are matched verbatim
+  // (leftmost, longest first) and emitted as their ids; the chat-template
+  // path passes true, plain user text false. User-defined tokens are always
+  // matched. The default implementation splits the text at control tokens
+  // and encodes the pieces in between with encode(piece, false) (so a
+  // SentencePiece dummy prefix follows every control token, as in llama.cpp).
+  virtual std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
 
   // The bytes token `id` contributes to the text. SentencePiece: U+2581 ->
   // ' ', byte token "<0xNN>" -> that one byte (possibly part of a multi-byte
@@ -119,6 +153,8 @@ class Tokenizer {
   bool add_bos() const { return vocab_.add_bos; }
   bool add_eos() const { return vocab_.add_eos; }
   bool add_space_prefix() const { return vocab_.add_space_prefix; }
+  // The model's chat template (Jinja source), "" when the file has none.
+  const std::string& chat_template() const { return vocab_.chat_template; }
 
   // True when generation should stop at `id`: EOS, EOT, EOM, and control
   // tokens whose text is a well-known end-of-turn marker ("<|eot_id|>",
@@ -140,6 +176,7 @@ class Tokenizer {
 
   Vocabulary vocab_;
   std::vector<int32_t> eog_ids_;  // sorted
+  SpecialTokenMatcher control_tokens_;  // control tokens of vocab_, for the default encode()
 };
 
 }  // namespace tessera
