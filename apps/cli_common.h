@@ -38,5 +38,7 @@ Runner register_run(CLI::App& app);
 Runner register_inspect(CLI::App& app);
 Runner register_bench(CLI::App& app);
 Runner register_random_model(CLI::App& app);
+Runner register_tokenize(CLI::App& app);
+Runner register_detokenize(CLI::App& app);
 
 }  // namespace tessera::cli

@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
       {"inspect", tessera::cli::register_inspect(app)},
       {"bench", tessera::cli::register_bench(app)},
       {"random-model", tessera::cli::register_random_model(app)},
+      {"tokenize", tessera::cli::register_tokenize(app)},
+      {"detokenize", tessera::cli::register_detokenize(app)},
   };
   try {
     app.parse(argc, argv);
