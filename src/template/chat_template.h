@@ -63,8 +63,8 @@ class ChatTemplate {
   //     is exactly `msg`;
   //   - runtime errors (type errors, calling undefined, unknown filter):
   //     kInvalidArgument "chat template: line L, column C: ...";
-  //   - limits (16 MiB output, 50M evaluation steps, macro recursion 64,
-  //     value nesting 128, lists of 1M items): kResourceExhausted.
+  //   - limits (16 MiB output, macro recursion 64,
+  //     value nesting 128, lists of 1M items, 10M evaluation steps): kResourceExhausted.
   // Nothing throws. Use the ordered_json overload to keep the caller's key
   // order in dicts rendered with tojson (nlohmann::json sorts keys).
   Result<std::string> render(const nlohmann::json& context) const;

@@ -17,7 +17,7 @@ inline constexpr int kMaxValueDepth = 128;         // nested lists/dicts (input 
 inline constexpr int kMaxCallDepth = 64;           // macro recursion
 inline constexpr size_t kMaxOutputBytes = 16u << 20;  // rendered text and any built string
 inline constexpr size_t kMaxItems = 1u << 20;       // elements of one built list (range(), repetition)
-inline constexpr int64_t kMaxSteps = 50'000'000;   // evaluated nodes per render
+inline constexpr int64_t kMaxSteps = 10'000'000;   // evaluation steps per render (a loop iteration costs 8)
 
 struct TemplateError {
   StatusCode code = StatusCode::kInvalidArgument;

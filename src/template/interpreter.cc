@@ -116,6 +116,7 @@ void Interpreter::assign(const std::vector<std::string>& targets, const Value& v
 
 Interpreter::Flow Interpreter::exec_for(const Node& node, const std::shared_ptr<Scope>& scope) {
   Array items = iterate(eval(*node.expr, scope));
+  charge(static_cast<int64_t>(items.size()) / 16);
   if (node.filter) {
     Array kept;
     for (Value& item : items) {
@@ -128,7 +129,7 @@ Interpreter::Flow Interpreter::exec_for(const Node& node, const std::shared_ptr<
   if (items.empty()) return exec_body(node.else_body, scope);
   const int64_t n = static_cast<int64_t>(items.size());
   for (int64_t i = 0; i < n; ++i) {
-    charge();
+    charge(8);  // a scope, the loop object and its cycle function
     auto frame = std::make_shared<Scope>(scope);
     Object loop;
     loop.items.reserve(12);

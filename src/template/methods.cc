@@ -195,7 +195,7 @@ std::shared_ptr<Function> native(std::string name, std::function<Value(Interpret
   return f;
 }
 
-Value range_fn(Interpreter&, const CallArgs& a) {
+Value range_fn(Interpreter& interp, const CallArgs& a) {
   for (const Value& v : a.args) {
     if (!v.is_int()) fail("range() arguments must be integers");
   }
@@ -215,6 +215,7 @@ Value range_fn(Interpreter&, const CallArgs& a) {
   Array out;
   for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
     if (out.size() >= kMaxItems) fail_limit("range() too large");
+    if ((out.size() & 1023) == 0) interp.charge(64);
     out.emplace_back(i);
     if ((step > 0 && i > INT64_MAX - step) || (step < 0 && i < INT64_MIN - step)) break;
   }
