@@ -13,7 +13,10 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
   app.add_option("-c,--ctx-size", f.ctx_size, "Context size in tokens; sizes the KV cache (default: min(trained, 4096))")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   app.add_option("--kv-cache-memory", f.kv_cache_memory, "KV cache memory budget, e.g. 64MiB or 2GiB (overrides --ctx-size)");
+  app.add_option("--kv-cache-dtype", f.kv_cache_dtype, "KV cache element type")->check(CLI::IsMember({"f16", "bf16", "f32"}));
 }
+
+DType kv_dtype(const EngineFlags& f) { return *dtype_from_name(f.kv_cache_dtype); }
 
 int resolve_threads(const EngineFlags& f) { return f.threads > 0 ? f.threads : cpu_features().physical_cores; }
 

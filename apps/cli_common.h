@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "core/dtype.h"
 #include "tessera/status.h"
 
 namespace tessera::cli {
@@ -17,6 +18,7 @@ struct EngineFlags {
   int threads = 0;              // 0: physical cores
   int64_t ctx_size = 0;         // 0: min(trained context, 4096)
   std::string kv_cache_memory;  // e.g. "64MiB"; overrides ctx_size
+  std::string kv_cache_dtype = "f16";  // f16, bf16 or f32
 };
 
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
@@ -24,6 +26,9 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags);
 int resolve_threads(const EngineFlags& flags);
 // KV budget in bytes from --kv-cache-memory (0 when unset); kInvalidArgument on a bad size.
 Result<uint64_t> kv_memory_bytes(const EngineFlags& flags);
+
+// DType of --kv-cache-dtype (validated by the flag's check).
+DType kv_dtype(const EngineFlags& flags);
 
 // Prints "tessera: error: <message>" and returns exit code 1.
 int fail(const Status& status);

@@ -38,22 +38,24 @@ int bench_main(const BenchOptions& o) {
     bandwidth = cpu::measure_read_bandwidth(pool);
     fmt::print("memory read bandwidth: {:.2f} GB/s ({} threads)\n", bandwidth / 1e9, threads);
   }
-  auto gen = Generator::create(m, pool, kernels, 0, o.prompt_tokens + o.decode_tokens + 16);
+  auto gen = Generator::create(m, pool, kernels, 0, o.prompt_tokens + o.decode_tokens + 16, kv_dtype(o.engine));
   if (!gen.ok()) return fail(gen.status());
   std::vector<int32_t> prompt(static_cast<size_t>(o.prompt_tokens));
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 3) % static_cast<size_t>(m.config().n_vocab));
-  prompt[0] = m.tokenizer().bos_id() >= 0 ? m.tokenizer().bos_id() : prompt[0];
+  if (m.has_tokenizer() && m.tokenizer().bos_id() >= 0) prompt[0] = m.tokenizer().bos_id();
 
   GenerationOptions opts;
   opts.sampling.temperature = 0;
   opts.max_tokens = o.decode_tokens;
+  opts.ignore_eos = true;  // random weights may pick EOS; always decode the full count
   double best_prefill_ms = 1e30;
   double best_tpot_ms = 1e30;
   for (int r = 0; r < o.repeats; ++r) {
-    auto s = (*gen)->generate(prompt, opts, [](int32_t) { return true; });
-    if (!s.ok()) return fail(s.status());
-    best_prefill_ms = std::min(best_prefill_ms, s->prefill_ms);
-    if (s->generated_tokens > 1) best_tpot_ms = std::min(best_tpot_ms, s->decode_ms / (s->generated_tokens - 1));
+    auto res = (*gen)->generate(prompt, opts, [](const StreamEvent&) { return true; });
+    if (!res.ok()) return fail(res.status());
+    const GenerationStats& s = res->stats;
+    best_prefill_ms = std::min(best_prefill_ms, s.prefill_ms);
+    if (s.decode_steps > 0) best_tpot_ms = std::min(best_tpot_ms, s.decode_ms / s.decode_steps);
   }
   const ModelConfig& c = m.config();
   const uint64_t weight_bytes = m.weights().matrix_bytes();

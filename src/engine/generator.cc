@@ -4,6 +4,7 @@
 #include <span>
 #include <string>
 
+#include "engine/choice_stream.h"
 #include "kv/block_table.h"
 #include "sample/sampler.h"
 
@@ -13,31 +14,39 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-// A batch of tokens [begin, end) of one sequence whose earlier positions are
-// already cached. Logits are requested for the last token only.
-ForwardBatch single_sequence_batch(const std::vector<int32_t>& tokens, int32_t begin, int32_t end,
-                                   const BlockTable& table) {
-  ForwardBatch b;
+// Appends tokens [begin, end) of one sequence whose earlier positions are
+// cached; logits for its last token only.
+void append_sequence(ForwardBatch& b, const std::vector<int32_t>& tokens, int32_t begin, int32_t end,
+                     const BlockTable& table) {
+  const int32_t row0 = b.n_tokens();
   for (int32_t p = begin; p < end; ++p) {
     b.token_ids.push_back(tokens[static_cast<size_t>(p)]);
     b.positions.push_back(p);
     b.slot_mapping.push_back(table.slot(p));
   }
-  b.seqs.push_back({0, end - begin, std::span<const int32_t>(table.blocks())});
-  b.logits_rows.push_back(end - begin - 1);
-  return b;
+  b.seqs.push_back({row0, end - begin, std::span<const int32_t>(table.blocks())});
+  b.logits_rows.push_back(b.n_tokens() - 1);
 }
+
+// One completion in flight.
+struct Choice {
+  BlockTable table;
+  std::vector<int32_t> tokens;  // prompt + generated
+  Sampler sampler;
+  ChoiceStream stream;
+  ChoiceResult result;
+  bool done = false;
+};
 
 }  // namespace
 
 Result<std::unique_ptr<Generator>> Generator::create(const Model& model, ThreadPool& pool, const cpu::Kernels& kernels,
-                                                     uint64_t kv_memory_bytes, int64_t ctx_tokens) {
+                                                     uint64_t kv_memory_bytes, int64_t ctx_tokens, DType kv_dtype) {
   const ModelConfig& c = model.config();
   KvCacheSpec spec;
+  spec.dtype = kv_dtype;
   spec.n_layers = c.n_layers;
   spec.n_kv_heads = c.n_kv_heads;
   spec.head_dim = c.head_dim;
@@ -63,68 +72,139 @@ Result<std::vector<float>> Generator::prefill_logits(const std::vector<int32_t>&
   Status st;
   for (int32_t begin = 0; begin < static_cast<int32_t>(prompt.size()) && st.ok(); begin += chunk) {
     const int32_t end = std::min<int32_t>(static_cast<int32_t>(prompt.size()), begin + chunk);
-    st = transformer_.forward(single_sequence_batch(prompt, begin, end, table), *kv_, logits);
+    ForwardBatch b;
+    append_sequence(b, prompt, begin, end, table);
+    st = transformer_.forward(b, *kv_, logits);
   }
   table.release_all(block_pool_);
   if (!st.ok()) return st;
   return logits;
 }
 
-Result<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt, const GenerationOptions& options,
-                                            const std::function<bool(int32_t)>& on_token) {
-  TESSERA_RETURN_IF_ERROR(options.sampling.validate());
-  if (options.prefill_chunk <= 0) return invalid_argument("prefill chunk must be positive");
+Result<GenerationResult> Generator::generate(const std::vector<int32_t>& prompt, const GenerationOptions& options,
+                                             const std::function<bool(const StreamEvent&)>& on_event) {
+  const int32_t n_vocab = model_.config().n_vocab;
+  TESSERA_RETURN_IF_ERROR(options.validate(n_vocab));
+  if (!options.stop.empty() && !model_.has_tokenizer()) return invalid_argument("stop strings need a tokenizer");
   if (prompt.empty()) return out_of_range("the prompt is empty");
   const int64_t ctx = context_tokens();
   if (static_cast<int64_t>(prompt.size()) >= ctx) {
     return out_of_range("the prompt has " + std::to_string(prompt.size()) + " tokens but the context holds " +
                         std::to_string(ctx) + " (raise --ctx-size or --kv-cache-memory)");
   }
-  GenerationStats stats;
+  GenerationResult out;
+  GenerationStats& stats = out.stats;
   stats.prompt_tokens = static_cast<int32_t>(prompt.size());
   const auto t0 = Clock::now();
-  BlockTable table(kv_->spec().block_size);
-  Sampler sampler(options.sampling);
-  std::vector<int32_t> tokens = prompt;
+  const Tokenizer* tok = model_.has_tokenizer() ? &model_.tokenizer() : nullptr;
+  std::vector<int32_t> suppressed = options.stop_token_ids;  // until min_tokens
+  for (int32_t id : model_.eog_ids()) suppressed.push_back(id);
+
+  std::vector<Choice> choices;
+  choices.reserve(static_cast<size_t>(options.n));
+  auto add_choice = [&](BlockTable table) {
+    SamplingParams sp = options.sampling;
+    sp.seed = choice_seed(options.sampling.seed, static_cast<int32_t>(choices.size()));
+    choices.push_back({std::move(table), prompt, Sampler(sp, prompt), ChoiceStream(tok, options.stop), {}, false});
+  };
+  auto release_all = [&] {
+    for (Choice& c : choices) c.table.release_all(block_pool_);
+  };
+
+  // Prefill once; the other choices fork the prompt's blocks.
   std::vector<float> logits;
-  const Tokenizer& tok = model_.tokenizer();
   Status st;
-  // Prefill.
-  st = table.reserve(static_cast<int64_t>(tokens.size()), block_pool_);
+  {
+    BlockTable table(kv_->spec().block_size);
+    st = table.reserve(stats.prompt_tokens, block_pool_);
+    add_choice(std::move(table));
+  }
   for (int32_t begin = 0; st.ok() && begin < stats.prompt_tokens; begin += options.prefill_chunk) {
     const int32_t end = std::min(stats.prompt_tokens, begin + options.prefill_chunk);
-    st = transformer_.forward(single_sequence_batch(tokens, begin, end, table), *kv_, logits);
+    ForwardBatch b;
+    append_sequence(b, prompt, begin, end, choices[0].table);
+    st = transformer_.forward(b, *kv_, logits);
+  }
+  for (int32_t i = 1; st.ok() && i < options.n; ++i) {
+    int32_t from = -1, to = -1;
+    auto forked = choices[0].table.fork(stats.prompt_tokens, block_pool_, &from, &to);
+    if (!forked.ok()) {
+      st = forked.status();
+      break;
+    }
+    if (from >= 0) kv_->copy_block(from, to);
+    add_choice(std::move(forked).value());
+  }
+  if (st.ok() && options.n > 1) logits.resize(static_cast<size_t>(n_vocab) * options.n);
+  for (int32_t i = 1; st.ok() && i < options.n; ++i) {
+    std::copy_n(logits.begin(), n_vocab, logits.begin() + static_cast<std::ptrdiff_t>(i) * n_vocab);
   }
   stats.prefill_ms = ms_since(t0);
-  auto t_decode = Clock::now();
-  while (st.ok()) {
-    const auto pos = static_cast<int64_t>(tokens.size());
-    const int32_t next = sampler.sample(logits, pos);
-    if (stats.generated_tokens == 0) {
-      stats.ttft_ms = ms_since(t0);
-      t_decode = Clock::now();
+  const auto t_decode = Clock::now();
+  bool cancelled = false;
+  while (st.ok() && !cancelled) {
+    // Sample one token for every live choice; row r of `logits` is the r-th live choice.
+    ForwardBatch b;
+    std::vector<Choice*> stepped;
+    int32_t row = 0;
+    for (Choice& c : choices) {
+      if (c.done) continue;
+      const std::span<const float> row_logits(&logits[static_cast<size_t>(row++) * n_vocab], static_cast<size_t>(n_vocab));
+      const auto pos = static_cast<int64_t>(c.tokens.size());
+      const int32_t generated = static_cast<int32_t>(c.result.tokens.size());
+      const bool allow_stop = generated >= options.min_tokens;
+      auto next = c.sampler.sample(row_logits, pos, allow_stop ? std::span<const int32_t>() : suppressed);
+      if (!next.ok()) {
+        st = next.status();
+        break;
+      }
+      if (stats.generated_tokens == 0) stats.ttft_ms = ms_since(t0);
+      const int32_t id = *next;
+      const bool is_stop_token = std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), id) !=
+                                 options.stop_token_ids.end();
+      if (is_stop_token || (!options.ignore_eos && model_.is_eog(id))) {
+        c.done = true;
+        c.result.finish = FinishReason::kStop;
+        const std::string tail = c.stream.finish();
+        c.result.text += tail;
+        if (!tail.empty() && !on_event({static_cast<int32_t>(&c - choices.data()), -1, tail, nullptr})) cancelled = true;
+        continue;
+      }
+      ++stats.generated_tokens;
+      c.sampler.accept(id);
+      c.tokens.push_back(id);
+      c.result.tokens.push_back(id);
+      if (options.logprobs >= 0) c.result.logprobs.push_back(compute_logprobs(row_logits, id, options.logprobs));
+      StopMatcher::Output text = c.stream.push(id, allow_stop);
+      c.result.text += text.text;
+      const bool length = (options.max_tokens >= 0 && generated + 1 >= options.max_tokens) || pos + 1 >= ctx;
+      if (text.stopped || length) {
+        c.done = true;
+        c.result.finish = text.stopped ? FinishReason::kStop : FinishReason::kLength;
+        if (!text.stopped) {
+          const std::string tail = c.stream.finish();
+          text.text += tail;
+          c.result.text += tail;
+        }
+      }
+      const StreamEvent ev{static_cast<int32_t>(&c - choices.data()), id, text.text,
+                           options.logprobs >= 0 ? &c.result.logprobs.back() : nullptr};
+      if (!on_event(ev)) cancelled = true;
+      if (c.done) continue;
+      st = c.table.reserve(pos + 1, block_pool_);
+      if (!st.ok()) break;
+      append_sequence(b, c.tokens, static_cast<int32_t>(pos), static_cast<int32_t>(pos + 1), c.table);
+      stepped.push_back(&c);
     }
-    if (tok.is_eog(next)) {
-      stats.finish = FinishReason::kStop;
-      break;
-    }
-    ++stats.generated_tokens;
-    tokens.push_back(next);
-    if (!on_token(next)) {
-      stats.finish = FinishReason::kStop;
-      break;
-    }
-    if ((options.max_tokens >= 0 && stats.generated_tokens >= options.max_tokens) || pos + 1 >= ctx) {
-      stats.finish = FinishReason::kLength;
-      break;
-    }
-    st = table.reserve(pos + 1, block_pool_);
-    if (st.ok()) st = transformer_.forward(single_sequence_batch(tokens, static_cast<int32_t>(pos), static_cast<int32_t>(pos + 1), table), *kv_, logits);
+    if (!st.ok() || cancelled || stepped.empty()) break;
+    st = transformer_.forward(b, *kv_, logits);
+    ++stats.decode_steps;
   }
-  if (stats.generated_tokens > 0) stats.decode_ms = ms_since(t_decode);
-  table.release_all(block_pool_);
+  if (stats.decode_steps > 0) stats.decode_ms = ms_since(t_decode);
+  release_all();
   if (!st.ok()) return st;
-  return stats;
+  for (Choice& c : choices) out.choices.push_back(std::move(c.result));
+  return out;
 }
 
 }  // namespace tessera

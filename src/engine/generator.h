@@ -1,61 +1,78 @@
 // Generator: drives one request at a time through the model — prefill the
-// prompt (in chunks), then decode token by token — over a paged KV cache.
-// The serving engine (continuous batching) replaces this driver later; the
+// prompt (in chunks), then decode — over a paged KV cache. With n > 1 the
+// completions share the prompt's KV blocks (forked, copy-on-write for the
+// last partial block) and decode together in one ragged batch per step. The
+// serving engine (continuous batching) replaces this driver later; the
 // forward pass it calls already takes ragged multi-sequence batches.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kv_buffer.h"
 #include "core/thread_pool.h"
+#include "engine/generation_options.h"
 #include "kv/block_pool.h"
 #include "kv/kv_cache_spec.h"
 #include "model/model.h"
 #include "model/transformer.h"
-#include "sample/sampling_params.h"
+#include "sample/logprobs.h"
 #include "tessera/status.h"
 
 namespace tessera {
 
-enum class FinishReason { kStop, kLength };
+// One step of one choice, streamed as it happens.
+struct StreamEvent {
+  int32_t choice = 0;
+  int32_t token = -1;              // the generated token
+  std::string text;                // text released by this token (may be empty)
+  const TokenLogprobs* logprobs = nullptr;  // when requested
+};
 
-struct GenerationOptions {
-  int32_t max_tokens = 128;      // -1: until EOS or the context is full
-  SamplingParams sampling;
-  int32_t prefill_chunk = 512;   // prompt tokens per forward call
+struct ChoiceResult {
+  std::vector<int32_t> tokens;   // generated tokens (EOS / stop tokens excluded)
+  std::string text;              // their text, cut before any stop string
+  FinishReason finish = FinishReason::kLength;
+  std::vector<TokenLogprobs> logprobs;  // one per token, when requested
 };
 
 struct GenerationStats {
   int32_t prompt_tokens = 0;
-  int32_t generated_tokens = 0;
+  int32_t generated_tokens = 0;  // all choices
+  int32_t decode_steps = 0;      // forward passes after the prompt
   double ttft_ms = 0;     // submit -> first generated token
   double prefill_ms = 0;  // all prompt forward passes
-  double decode_ms = 0;   // forward passes after the first token
-  FinishReason finish = FinishReason::kLength;
+  double decode_ms = 0;   // forward passes after the prompt
+};
+
+struct GenerationResult {
+  std::vector<ChoiceResult> choices;
+  GenerationStats stats;
 };
 
 class Generator {
  public:
-  // Sizes the KV cache from kv_memory_bytes (if non-zero) or ctx_tokens.
-  // Borrows model, pool and kernels.
+  // Sizes the KV cache from kv_memory_bytes (if non-zero) or ctx_tokens,
+  // storing K/V as kv_dtype (f16, bf16 or f32). Borrows model, pool and kernels.
   static Result<std::unique_ptr<Generator>> create(const Model& model, ThreadPool& pool, const cpu::Kernels& kernels,
-                                                   uint64_t kv_memory_bytes, int64_t ctx_tokens);
+                                                   uint64_t kv_memory_bytes, int64_t ctx_tokens,
+                                                   DType kv_dtype = DType::kF16);
 
   const KvCacheSpec& kv_spec() const { return kv_->spec(); }
   // Tokens one sequence can hold (prompt plus generated): ctx_tokens when
   // the cache was sized by context, else the whole cache.
   int64_t context_tokens() const { return context_tokens_; }
 
-  // Generates after `prompt` (token ids, BOS included if wanted). on_token is
-  // called with each generated token (EOS excluded) and may return false to
-  // stop. Errors: empty prompt or one that leaves no room to generate
-  // (kOutOfRange), invalid sampling parameters or token ids (kInvalidArgument).
-  Result<GenerationStats> generate(const std::vector<int32_t>& prompt, const GenerationOptions& options,
-                                   const std::function<bool(int32_t)>& on_token);
+  // Generates after `prompt` (token ids, BOS included if wanted). on_event is
+  // called for every generated token and may return false to cancel. Errors:
+  // an empty prompt or one that leaves no room (kOutOfRange), invalid options
+  // (kInvalidArgument), out of KV blocks (kResourceExhausted), NaN logits.
+  Result<GenerationResult> generate(const std::vector<int32_t>& prompt, const GenerationOptions& options,
+                                    const std::function<bool(const StreamEvent&)>& on_event);
 
   // Logits of the last prompt token after prefilling `prompt` in chunks of
   // `chunk` tokens ([n_vocab]); the sequence is released afterwards. For tests.

@@ -27,6 +27,13 @@ class BlockTable {
   int64_t slot(int64_t pos) const {
     return static_cast<int64_t>(blocks_[static_cast<size_t>(pos / block_size_)]) * block_size_ + pos % block_size_;
   }
+  // A table for a sequence that continues from this one's first n_tokens
+  // tokens: full blocks are shared (their reference counts grow); a partly
+  // filled last block is replaced by a fresh one, returned in *copy_from /
+  // *copy_to so the caller copies its K/V (copy-on-write at fork time).
+  // *copy_from is -1 when nothing needs copying. kResourceExhausted when no
+  // block is free.
+  Result<BlockTable> fork(int64_t n_tokens, BlockPool& pool, int32_t* copy_from, int32_t* copy_to) const;
   // Returns every block to `pool`.
   void release_all(BlockPool& pool);
 

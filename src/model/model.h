@@ -1,11 +1,15 @@
-// Model: a loaded GGUF model — the mapped file, its hyperparameters, weight
-// views and tokenizer. Immutable after load and shareable between threads.
+// Model: a loaded model — a GGUF file or a Hugging Face directory
+// (config.json, *.safetensors, tokenizer.json) — with its hyperparameters,
+// weight views and tokenizer. Immutable after load; shareable between threads.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "formats/gguf_reader.h"
+#include "formats/safetensors.h"
+#include "model/hf_config.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
 #include "tokenizer/tokenizer.h"
@@ -15,23 +19,38 @@ namespace tessera {
 
 class Model {
  public:
-  // Maps and validates `path`. Errors name the file and what is wrong
-  // (missing file, corrupt GGUF, unsupported architecture or tensor type,
-  // missing tensor, bad shape, bad tokenizer).
+  // Loads a GGUF file or a Hugging Face model directory. Errors name the file
+  // and what is wrong (missing file, corrupt data, unsupported architecture
+  // or tensor type, missing tensor, bad shape, bad tokenizer).
   static Result<std::unique_ptr<Model>> load(const std::string& path);
 
-  const GgufFile& gguf() const { return gguf_; }
+  const std::string& path() const { return path_; }
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
+  // The GGUF file, or nullptr for a Hugging Face directory.
+  const GgufFile* gguf() const { return gguf_.get(); }
+  bool has_tokenizer() const { return tokenizer_ != nullptr; }
+  // Requires has_tokenizer().
   const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const GenerationDefaults& generation_defaults() const { return generation_; }
+  // End of generation: the tokenizer's EOS/EOT tokens or generation_config's eos ids.
+  bool is_eog(int32_t id) const;
+  // Every end-of-generation id (for suppressing them before min_tokens).
+  const std::vector<int32_t>& eog_ids() const { return eog_ids_; }
 
  private:
-  Model(GgufFile gguf) : gguf_(std::move(gguf)) {}
+  Model() = default;
+  Status load_gguf(const std::string& path);
+  Status load_hf_dir(const std::string& dir);
 
-  GgufFile gguf_;
+  std::string path_;
+  std::unique_ptr<GgufFile> gguf_;
+  std::unique_ptr<SafetensorsCheckpoint> checkpoint_;
   ModelConfig config_;
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  GenerationDefaults generation_;
+  std::vector<int32_t> eog_ids_;
 };
 
 }  // namespace tessera

@@ -57,12 +57,30 @@ std::vector<float> ModelConfig::rope_inv_freq() const {
   return inv;
 }
 
+Status validate_model_config(const ModelConfig& c, const std::string& source) {
+  if (c.n_embd <= 0 || c.n_layers <= 0 || c.n_ff <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 || c.head_dim <= 0) {
+    return invalid_argument(source + ": model sizes must be positive");
+  }
+  if (c.n_heads % c.n_kv_heads != 0) {
+    return invalid_argument(source + ": attention head count " + std::to_string(c.n_heads) +
+                            " is not a multiple of the key/value head count (head_count_kv) " +
+                            std::to_string(c.n_kv_heads));
+  }
+  if (c.n_rot <= 0 || c.n_rot > c.head_dim || c.n_rot % 2 != 0) {
+    return invalid_argument(source + ": rotary dimension count " + std::to_string(c.n_rot) + " does not fit head_dim " +
+                            std::to_string(c.head_dim));
+  }
+  if (!(c.rms_eps > 0)) return invalid_argument(source + ": the RMSNorm epsilon must be positive");
+  if (!(c.rope_freq_base > 0)) return invalid_argument(source + ": the RoPE base (freq_base / rope_theta) must be positive");
+  return {};
+}
+
 Result<ModelConfig> model_config_from_gguf(const GgufFile& g) {
   ModelConfig c;
   auto arch = g.get_string("general.architecture");
   if (!arch.ok()) return not_found(g.name() + ": missing general.architecture");
   c.architecture = *arch;
-  const ArchitectureInfo* info = find_architecture(c.architecture);
+  const ArchitectureInfo* info = find_architecture_gguf(c.architecture);
   if (info == nullptr) return unimplemented(g.name() + ": architecture '" + c.architecture + "' is not supported");
   if (auto n = g.get_string("general.name"); n.ok()) c.name = *n;
   const std::string a = c.architecture + ".";
@@ -76,16 +94,7 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& g) {
   TESSERA_ASSIGN_OR_RETURN(c.n_rot, get_positive_or(g, a + "rope.dimension_count", c.head_dim));
   TESSERA_ASSIGN_OR_RETURN(c.rms_eps, get_float_or(g, a + "attention.layer_norm_rms_epsilon", 1e-5f));
   TESSERA_ASSIGN_OR_RETURN(c.rope_freq_base, get_float_or(g, a + "rope.freq_base", 10000.0f));
-  if (c.n_heads % c.n_kv_heads != 0) {
-    return invalid_argument(g.name() + ": attention.head_count " + std::to_string(c.n_heads) +
-                            " is not a multiple of head_count_kv " + std::to_string(c.n_kv_heads));
-  }
-  if (c.n_rot > c.head_dim || c.n_rot % 2 != 0) {
-    return invalid_argument(g.name() + ": rope.dimension_count " + std::to_string(c.n_rot) + " does not fit head_dim " +
-                            std::to_string(c.head_dim));
-  }
-  if (c.rms_eps <= 0) return invalid_argument(g.name() + ": layer_norm_rms_epsilon must be positive");
-  if (c.rope_freq_base <= 0) return invalid_argument(g.name() + ": rope.freq_base must be positive");
+  TESSERA_RETURN_IF_ERROR(validate_model_config(c, g.name()));
   if (auto st = g.get_string(a + "rope.scaling.type"); st.ok() && *st != "none") {
     TESSERA_ASSIGN_OR_RETURN(c.rope_scaling.factor, get_float_or(g, a + "rope.scaling.factor", 1.0f));
     if (c.rope_scaling.factor <= 0) return invalid_argument(g.name() + ": rope.scaling.factor must be positive");
@@ -103,7 +112,8 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& g) {
       return unimplemented(g.name() + ": rope scaling type '" + *st + "'");
     }
   }
-  c.rope_style = info->rope_style;
+  c.arch = *info;
+  c.rope_style = info->gguf_rope_style;
   auto tokens = g.find("tokenizer.ggml.tokens");
   if (tokens != nullptr) c.n_vocab = static_cast<int>(tokens->array.size());
   return c;

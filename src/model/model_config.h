@@ -8,6 +8,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "formats/gguf_reader.h"
+#include "model/architecture.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -26,7 +27,8 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  std::string architecture;  // e.g. "llama"
+  std::string architecture;  // GGUF name, e.g. "llama" or "qwen2"
+  ArchitectureInfo arch{};   // what distinguishes the architecture (model/architecture.h)
   std::string name;          // general.name, if present
   int n_vocab = 0;
   int n_embd = 0;       // hidden size
@@ -41,11 +43,14 @@ struct ModelConfig {
   float rope_freq_base = 10000.0f;
   RopeScaling rope_scaling;
   cpu::RopeStyle rope_style = cpu::RopeStyle::kNorm;
-  bool tied_output = false;  // output head shares token_embd.weight
 
   // inv_freq[i] = base^(-2i / n_rot) with RoPE scaling applied; [n_rot / 2].
   std::vector<float> rope_inv_freq() const;
 };
+
+// Checks relations between the fields (head counts, RoPE dims, positive
+// sizes); `source` names the file in errors.
+Status validate_model_config(const ModelConfig& c, const std::string& source);
 
 // Reads and validates the hyperparameters. Errors: unsupported architecture
 // (kUnimplemented), a missing or inconsistent key (kNotFound /

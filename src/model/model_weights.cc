@@ -14,32 +14,87 @@ std::string shape_string(const std::vector<int64_t>& s) {
   return out + "]";
 }
 
-Result<const GgufTensorInfo*> find(const GgufFile& g, const std::string& name, std::vector<int64_t> shape) {
-  const GgufTensorInfo* t = g.find_tensor(name);
-  if (t == nullptr) return not_found(g.name() + ": missing tensor '" + name + "'");
-  if (t->shape != shape) {
-    return invalid_argument(g.name() + ": tensor '" + name + "' has shape " + shape_string(t->shape) + ", expected " +
-                            shape_string(shape));
+class Binder {
+ public:
+  explicit Binder(const TensorSource& src) : src_(src) {}
+
+  Result<TensorRef> find(const std::string& name, const std::vector<int64_t>& shape) const {
+    auto t = src_.find(name);
+    if (!t) return not_found(src_.source_name() + ": missing tensor '" + name + "'");
+    if (t->shape != shape) {
+      return invalid_argument(src_.source_name() + ": tensor '" + t->name + "' has shape " + shape_string(t->shape) +
+                              ", expected " + shape_string(shape) + " (ggml order)");
+    }
+    if (!t->dtype) {
+      return unimplemented(src_.source_name() + ": tensor '" + t->name + "' has type " + t->type_name +
+                           ", which tessera cannot compute with yet");
+    }
+    return *t;
   }
-  if (!t->dtype) {
-    return unimplemented(g.name() + ": tensor '" + name + "' has type " + ggml_type_name(t->ggml_type) +
-                         ", which tessera cannot compute with yet");
+
+  // A [rows, cols] matrix (ggml shape {cols, rows}).
+  Result<cpu::MatrixView> matrix(const std::string& name, int64_t rows, int64_t cols) const {
+    TESSERA_ASSIGN_OR_RETURN(TensorRef t, find(name, {cols, rows}));
+    return cpu::MatrixView{*t.dtype, t.data, rows, cols};
   }
-  return t;
+
+  Result<std::vector<float>> vector_f32(const std::string& name, int64_t n) const {
+    TESSERA_ASSIGN_OR_RETURN(TensorRef t, find(name, {n}));
+    if (n % dtype_block_elems(*t.dtype) != 0) {
+      return invalid_argument(src_.source_name() + ": tensor '" + t.name + "' is not whole blocks");
+    }
+    std::vector<float> out(static_cast<size_t>(n));
+    dequantize_row(*t.dtype, t.data, out.data(), n);
+    return out;
+  }
+
+ private:
+  const TensorSource& src_;
+};
+
+// Rows [begin, begin + rows) of a fused matrix.
+cpu::MatrixView row_range(const cpu::MatrixView& m, int64_t begin, int64_t rows) {
+  const auto* base = static_cast<const uint8_t*>(m.data);
+  return {m.dtype, base + static_cast<size_t>(begin) * dtype_row_bytes(m.dtype, m.cols), rows, m.cols};
 }
 
-// A [rows, cols] matrix (ggml shape {cols, rows}).
-Result<cpu::MatrixView> matrix(const GgufFile& g, const std::string& name, int64_t rows, int64_t cols) {
-  TESSERA_ASSIGN_OR_RETURN(const GgufTensorInfo* t, find(g, name, {cols, rows}));
-  return cpu::MatrixView{*t->dtype, t->data, rows, cols};
-}
-
-Result<std::vector<float>> vector_f32(const GgufFile& g, const std::string& name, int64_t n) {
-  TESSERA_ASSIGN_OR_RETURN(const GgufTensorInfo* t, find(g, name, {n}));
-  if (n % dtype_block_elems(*t->dtype) != 0) return invalid_argument(g.name() + ": tensor '" + name + "' is not whole blocks");
-  std::vector<float> out(static_cast<size_t>(n));
-  dequantize_row(*t->dtype, t->data, out.data(), n);
-  return out;
+Result<LayerWeights> bind_layer(const Binder& b, const ModelConfig& c, int layer) {
+  const std::string p = "blk." + std::to_string(layer) + ".";
+  const int64_t q_dim = static_cast<int64_t>(c.n_heads) * c.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(c.n_kv_heads) * c.head_dim;
+  LayerWeights l;
+  TESSERA_ASSIGN_OR_RETURN(l.attn_norm, b.vector_f32(p + "attn_norm.weight", c.n_embd));
+  if (c.arch.fused_qkv) {
+    TESSERA_ASSIGN_OR_RETURN(cpu::MatrixView qkv, b.matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, c.n_embd));
+    l.wq = row_range(qkv, 0, q_dim);
+    l.wk = row_range(qkv, q_dim, kv_dim);
+    l.wv = row_range(qkv, q_dim + kv_dim, kv_dim);
+  } else {
+    TESSERA_ASSIGN_OR_RETURN(l.wq, b.matrix(p + "attn_q.weight", q_dim, c.n_embd));
+    TESSERA_ASSIGN_OR_RETURN(l.wk, b.matrix(p + "attn_k.weight", kv_dim, c.n_embd));
+    TESSERA_ASSIGN_OR_RETURN(l.wv, b.matrix(p + "attn_v.weight", kv_dim, c.n_embd));
+  }
+  if (c.arch.qkv_bias) {
+    TESSERA_ASSIGN_OR_RETURN(l.bq, b.vector_f32(p + "attn_q.bias", q_dim));
+    TESSERA_ASSIGN_OR_RETURN(l.bk, b.vector_f32(p + "attn_k.bias", kv_dim));
+    TESSERA_ASSIGN_OR_RETURN(l.bv, b.vector_f32(p + "attn_v.bias", kv_dim));
+  }
+  if (c.arch.qk_norm) {
+    TESSERA_ASSIGN_OR_RETURN(l.q_norm, b.vector_f32(p + "attn_q_norm.weight", c.head_dim));
+    TESSERA_ASSIGN_OR_RETURN(l.k_norm, b.vector_f32(p + "attn_k_norm.weight", c.head_dim));
+  }
+  TESSERA_ASSIGN_OR_RETURN(l.wo, b.matrix(p + "attn_output.weight", c.n_embd, q_dim));
+  TESSERA_ASSIGN_OR_RETURN(l.ffn_norm, b.vector_f32(p + "ffn_norm.weight", c.n_embd));
+  if (c.arch.fused_gate_up) {
+    TESSERA_ASSIGN_OR_RETURN(cpu::MatrixView gate_up, b.matrix(p + "ffn_up.weight", 2 * int64_t{c.n_ff}, c.n_embd));
+    l.w_gate = row_range(gate_up, 0, c.n_ff);
+    l.w_up = row_range(gate_up, c.n_ff, c.n_ff);
+  } else {
+    TESSERA_ASSIGN_OR_RETURN(l.w_gate, b.matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd));
+    TESSERA_ASSIGN_OR_RETURN(l.w_up, b.matrix(p + "ffn_up.weight", c.n_ff, c.n_embd));
+  }
+  TESSERA_ASSIGN_OR_RETURN(l.w_down, b.matrix(p + "ffn_down.weight", c.n_embd, c.n_ff));
+  return l;
 }
 
 }  // namespace
@@ -53,29 +108,18 @@ uint64_t ModelWeights::matrix_bytes() const {
   return total;
 }
 
-Result<ModelWeights> bind_weights(const GgufFile& g, const ModelConfig& c) {
+Result<ModelWeights> bind_weights(const TensorSource& source, const ModelConfig& c) {
+  const Binder b(source);
   ModelWeights w;
-  const int64_t q_dim = static_cast<int64_t>(c.n_heads) * c.head_dim;
-  const int64_t kv_dim = static_cast<int64_t>(c.n_kv_heads) * c.head_dim;
-  TESSERA_ASSIGN_OR_RETURN(w.token_embd, matrix(g, "token_embd.weight", c.n_vocab, c.n_embd));
-  TESSERA_ASSIGN_OR_RETURN(w.output_norm, vector_f32(g, "output_norm.weight", c.n_embd));
-  if (g.find_tensor("output.weight") != nullptr) {
-    TESSERA_ASSIGN_OR_RETURN(w.output, matrix(g, "output.weight", c.n_vocab, c.n_embd));
+  TESSERA_ASSIGN_OR_RETURN(w.token_embd, b.matrix("token_embd.weight", c.n_vocab, c.n_embd));
+  TESSERA_ASSIGN_OR_RETURN(w.output_norm, b.vector_f32("output_norm.weight", c.n_embd));
+  if (source.find("output.weight")) {
+    TESSERA_ASSIGN_OR_RETURN(w.output, b.matrix("output.weight", c.n_vocab, c.n_embd));
   } else {
     w.output = w.token_embd;
   }
   for (int i = 0; i < c.n_layers; ++i) {
-    const std::string p = "blk." + std::to_string(i) + ".";
-    LayerWeights l;
-    TESSERA_ASSIGN_OR_RETURN(l.attn_norm, vector_f32(g, p + "attn_norm.weight", c.n_embd));
-    TESSERA_ASSIGN_OR_RETURN(l.wq, matrix(g, p + "attn_q.weight", q_dim, c.n_embd));
-    TESSERA_ASSIGN_OR_RETURN(l.wk, matrix(g, p + "attn_k.weight", kv_dim, c.n_embd));
-    TESSERA_ASSIGN_OR_RETURN(l.wv, matrix(g, p + "attn_v.weight", kv_dim, c.n_embd));
-    TESSERA_ASSIGN_OR_RETURN(l.wo, matrix(g, p + "attn_output.weight", c.n_embd, q_dim));
-    TESSERA_ASSIGN_OR_RETURN(l.ffn_norm, vector_f32(g, p + "ffn_norm.weight", c.n_embd));
-    TESSERA_ASSIGN_OR_RETURN(l.w_gate, matrix(g, p + "ffn_gate.weight", c.n_ff, c.n_embd));
-    TESSERA_ASSIGN_OR_RETURN(l.w_up, matrix(g, p + "ffn_up.weight", c.n_ff, c.n_embd));
-    TESSERA_ASSIGN_OR_RETURN(l.w_down, matrix(g, p + "ffn_down.weight", c.n_embd, c.n_ff));
+    TESSERA_ASSIGN_OR_RETURN(LayerWeights l, bind_layer(b, c, i));
     w.layers.push_back(std::move(l));
   }
   return w;

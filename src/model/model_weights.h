@@ -1,13 +1,14 @@
-// The weights of a Llama-family decoder as views into the mapped GGUF file
-// (no copy), checked against the config's shapes at load time. Norm weights
-// are small and converted to f32.
+// The weights of a Llama-family decoder as views into the mapped model file
+// (no copy), checked against the config's shapes at load time. Fused
+// projections (Phi-3 qkv and gate_up) become row ranges of one matrix.
+// Norm weights and biases are small and converted to f32.
 #pragma once
 
 #include <vector>
 
 #include "backend/cpu/matmul.h"
-#include "formats/gguf_reader.h"
 #include "model/model_config.h"
+#include "model/tensor_source.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -17,6 +18,8 @@ struct LayerWeights {
   cpu::MatrixView wq;            // [n_heads * head_dim, n_embd]
   cpu::MatrixView wk;            // [n_kv_heads * head_dim, n_embd]
   cpu::MatrixView wv;            // [n_kv_heads * head_dim, n_embd]
+  std::vector<float> bq, bk, bv;  // [rows of wq / wk / wv]; empty without qkv_bias
+  std::vector<float> q_norm, k_norm;  // [head_dim]; empty without qk_norm
   cpu::MatrixView wo;            // [n_embd, n_heads * head_dim]
   std::vector<float> ffn_norm;   // [n_embd]
   cpu::MatrixView w_gate;        // [n_ff, n_embd]
@@ -36,6 +39,6 @@ struct ModelWeights {
 
 // Binds and validates every tensor. Errors name the tensor: missing
 // (kNotFound), wrong shape (kInvalidArgument), unsupported type (kUnimplemented).
-Result<ModelWeights> bind_weights(const GgufFile& gguf, const ModelConfig& config);
+Result<ModelWeights> bind_weights(const TensorSource& source, const ModelConfig& config);
 
 }  // namespace tessera

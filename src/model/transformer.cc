@@ -7,6 +7,12 @@
 
 namespace tessera {
 
+namespace {
+void add_bias(float* x, const float* bias, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += bias[i];
+}
+}  // namespace
+
 Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, ThreadPool& pool,
                          const cpu::Kernels& kernels)
     : config_(config), weights_(weights), pool_(pool), k_(kernels), inv_freq_(config.rope_inv_freq()) {}
@@ -61,13 +67,24 @@ void Transformer::attention_block(int layer, const ForwardBatch& b, cpu::KvBuffe
   cpu::matmul(pool_, k_, w.wk, xb_.data(), n, kk_.data(), scratch_);
   cpu::matmul(pool_, k_, w.wv, xb_.data(), n, vv_.data(), scratch_);
   for (int32_t t = 0; t < n; ++t) {
+    float* q = &q_[t * q_dim];
+    float* kr = &kk_[t * kv_dim];
+    if (!w.bq.empty()) {
+      add_bias(q, w.bq.data(), q_dim);
+      add_bias(kr, w.bk.data(), kv_dim);
+      add_bias(&vv_[t * kv_dim], w.bv.data(), kv_dim);
+    }
+    if (!w.q_norm.empty()) {
+      const int64_t hd = config_.head_dim;
+      for (int h = 0; h < config_.n_heads; ++h) k_.rmsnorm(q + h * hd, w.q_norm.data(), q + h * hd, hd, config_.rms_eps);
+      for (int h = 0; h < config_.n_kv_heads; ++h) k_.rmsnorm(kr + h * hd, w.k_norm.data(), kr + h * hd, hd, config_.rms_eps);
+    }
     const int32_t pos = b.positions[static_cast<size_t>(t)];
     k_.rope(&q_[t * q_dim], config_.n_heads, config_.head_dim, config_.n_rot, pos, inv_freq_.data(), config_.rope_style);
     k_.rope(&kk_[t * kv_dim], config_.n_kv_heads, config_.head_dim, config_.n_rot, pos, inv_freq_.data(),
             config_.rope_style);
     const int64_t slot = b.slot_mapping[static_cast<size_t>(t)];
-    k_.f32_to_f16_row(&kk_[t * kv_dim], kv.k(layer, slot), kv_dim);
-    k_.f32_to_f16_row(&vv_[t * kv_dim], kv.v(layer, slot), kv_dim);
+    kv.store(k_, layer, slot, &kk_[t * kv_dim], &vv_[t * kv_dim]);
   }
   const cpu::AttentionShape shape{config_.n_heads, config_.n_kv_heads, config_.head_dim,
                                   1.0f / std::sqrt(static_cast<float>(config_.head_dim))};

@@ -1,39 +1,73 @@
-// Sampler: turns one row of logits into the next token. Processors run in a
-// fixed order: temperature -> top-k -> top-p -> min-p -> sample
-// (p_i = exp(z_i / T) / sum_j exp(z_j / T); top-p is nucleus sampling,
-// Holtzman et al. 2019, arXiv:1904.09751; min-p, Nguyen et al. 2024,
-// arXiv:2407.01082). Temperature 0 is greedy (lowest id on ties).
+// Sampler: turns one row of logits into the next token for one sequence.
+// Processors run in a fixed, documented order:
+//   logit bias -> penalties (repetition, presence, frequency) -> temperature
+//   -> top-k -> top-p -> min-p -> typical -> draw.
+// References: temperature / softmax; top-k; top-p (nucleus, Holtzman et al.
+// 2019, arXiv:1904.09751); min-p (Nguyen et al. 2024, arXiv:2407.01082);
+// typical (Meister et al. 2022, arXiv:2202.00666); repetition penalty (Keskar
+// et al. 2019, CTRL: logit / p if logit > 0 else logit * p, over prompt and
+// output tokens, as Hugging Face applies it); presence and frequency penalties
+// as the OpenAI API defines them (logit -= presence * [count > 0] + frequency
+// * count, over output tokens). Temperature 0 is greedy (lowest id on ties).
 //
 // Randomness is counter-based: the uniform draw for a token is a hash of the
-// request's seed and the token's position, so a seeded request produces the
+// sequence's seed and the token's position, so a seeded request produces the
 // same tokens whatever else is batched with it and however its prompt was split.
+//
+// Cost per token: O(V) passes plus selection (nth_element) of the top-k or of
+// a growing nucleus; the vocabulary is never fully sorted unless typical
+// sampling runs without top-k / top-p.
 #pragma once
 
 #include <cstdint>
 #include <span>
-#include <utility>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "sample/sampling_params.h"
+#include "tessera/status.h"
 
 namespace tessera {
 
 class Sampler {
  public:
-  explicit Sampler(const SamplingParams& params) : params_(params) {}
+  // `params` must have passed validate(). `prompt` feeds the repetition penalty.
+  explicit Sampler(const SamplingParams& params, std::span<const int32_t> prompt = {});
 
   // Picks a token from logits[n_vocab] for sequence position `position`.
-  int32_t sample(std::span<const float> logits, int64_t position);
+  // Tokens in `suppressed` get probability 0 (EOS before min_tokens).
+  // Errors (kInvalidArgument): NaN or +Inf in the logits, or no token left
+  // with non-zero probability.
+  Result<int32_t> sample(std::span<const float> logits, int64_t position, std::span<const int32_t> suppressed = {});
+
+  // Records a generated token for the penalties.
+  void accept(int32_t token);
 
   // The uniform number in [0, 1) used for (seed, position).
   static double uniform(uint64_t seed, int64_t position);
 
  private:
+  struct Candidate {
+    int32_t id;
+    float logit;
+  };
+  void apply_penalties(std::vector<float>& logits) const;
+  void truncate_top_p(std::vector<double>& p);
+  void apply_typical(std::vector<double>& p);
+
   SamplingParams params_;
-  std::vector<std::pair<float, int32_t>> candidates_;  // [n_vocab] (value, token id)
+  std::unordered_set<int32_t> seen_;                  // prompt and output tokens (repetition penalty)
+  std::unordered_map<int32_t, int32_t> out_counts_;  // output token -> count (presence / frequency)
+  std::vector<float> work_;                           // [n_vocab] processed logits
+  std::vector<Candidate> cand_;                       // candidates, sorted by logit when sorted_
+  bool sorted_ = false;
 };
 
 // Index of the largest value; the lowest index on ties.
 int32_t argmax(std::span<const float> logits);
+
+// Stream seed of choice `index` of a request with n > 1 completions.
+uint64_t choice_seed(uint64_t seed, int32_t index);
 
 }  // namespace tessera

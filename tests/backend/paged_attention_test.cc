@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/quant_ref.h"
 #include "kv/block_pool.h"
 #include "kv/block_table.h"
 
@@ -20,8 +21,9 @@ struct Case {
   int n_heads, n_kv_heads, head_dim;
 };
 
-void run_case(const Case& c, Isa isa) {
+void run_case(const Case& c, Isa isa, DType kv_dtype) {
   KvCacheSpec spec;
+  spec.dtype = kv_dtype;
   spec.n_layers = 2;
   spec.n_kv_heads = c.n_kv_heads;
   spec.head_dim = c.head_dim;
@@ -47,14 +49,16 @@ void run_case(const Case& c, Isa isa) {
     BlockTable t(spec.block_size);
     ASSERT_TRUE(t.reserve(cached + fresh, pool).ok());
     std::vector<float> k(static_cast<size_t>((cached + fresh) * kv_row)), v(k.size());
+    std::vector<float> krow(static_cast<size_t>(kv_row)), vrow(krow.size());
     for (int p = 0; p < cached + fresh; ++p) {
       for (int i = 0; i < kv_row; ++i) {
-        const uint16_t kh = fp32_to_fp16(dist(rng)), vh = fp32_to_fp16(dist(rng));
-        (*kv)->k(layer, t.slot(p))[i] = kh;
-        (*kv)->v(layer, t.slot(p))[i] = vh;
-        k[static_cast<size_t>(p * kv_row + i)] = fp16_to_fp32(kh);
-        v[static_cast<size_t>(p * kv_row + i)] = fp16_to_fp32(vh);
+        krow[static_cast<size_t>(i)] = dist(rng);
+        vrow[static_cast<size_t>(i)] = dist(rng);
       }
+      (*kv)->store(kernels_for(isa), layer, t.slot(p), krow.data(), vrow.data());
+      // The reference reads back what the cache holds (rounded to its dtype).
+      dequantize_row(kv_dtype, (*kv)->k(layer, t.slot(p)), &k[static_cast<size_t>(p * kv_row)], kv_row);
+      dequantize_row(kv_dtype, (*kv)->v(layer, t.slot(p)), &v[static_cast<size_t>(p * kv_row)], kv_row);
       if (p >= cached) positions.push_back(p);
     }
     ks.push_back(std::move(k));
@@ -104,9 +108,12 @@ void run_case(const Case& c, Isa isa) {
 
 TEST(PagedAttention, MatchesNaiveSoftmaxAttention) {
   for (Isa isa : supported_isas()) {
-    for (Case c : {Case{4, 4, 16}, Case{8, 2, 32}, Case{6, 1, 64}, Case{2, 2, 8}}) {
-      SCOPED_TRACE(std::string(isa_name(isa)) + " heads " + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads));
-      run_case(c, isa);
+    for (DType t : {DType::kF16, DType::kBF16, DType::kF32}) {
+      for (Case c : {Case{4, 4, 16}, Case{8, 2, 32}, Case{6, 1, 64}, Case{2, 2, 8}}) {
+        SCOPED_TRACE(std::string(isa_name(isa)) + " " + dtype_name(t) + " heads " + std::to_string(c.n_heads) + "/" +
+                     std::to_string(c.n_kv_heads));
+        run_case(c, isa, t);
+      }
     }
   }
 }

@@ -4,7 +4,6 @@
 #include "backend/cpu/kernels.h"
 #include "engine/generator.h"
 #include "test_support.h"
-#include "tokenizer/incremental_detokenizer.h"
 
 namespace tessera {
 namespace {
@@ -24,16 +23,16 @@ TEST(Stories260K, GreedyContinuationMatchesReference) {
     GenerationOptions opts;
     opts.max_tokens = 64;
     opts.sampling.temperature = 0;
-    IncrementalDetokenizer detok(m.tokenizer());
-    std::string text;
-    auto stats = (*gen)->generate(prompt, opts, [&](int32_t id) {
-      text += detok.push(id);
+    std::string streamed;
+    auto result = (*gen)->generate(prompt, opts, [&](const StreamEvent& ev) {
+      streamed += ev.text;
       return true;
     });
-    ASSERT_TRUE(stats.ok()) << stats.status().to_string();
-    text += detok.flush();
-    EXPECT_EQ(stats->generated_tokens, 64);
-    EXPECT_EQ(text,
+    ASSERT_TRUE(result.ok()) << result.status().to_string();
+    EXPECT_EQ(result->stats.generated_tokens, 64);
+    EXPECT_EQ(result->choices[0].finish, FinishReason::kLength);
+    EXPECT_EQ(streamed, result->choices[0].text);
+    EXPECT_EQ(streamed,
               ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, "
               "red ball. She wanted to play with it, but it was too high.\nLily's mom said");
   }
@@ -47,9 +46,9 @@ TEST(Stories260K, PromptLongerThanContextIsAnError) {
   auto gen = Generator::create(**model, pool, cpu::kernels(), 0, 32);
   ASSERT_TRUE(gen.ok());
   std::vector<int32_t> prompt(40, 300);
-  auto stats = (*gen)->generate(prompt, {}, [](int32_t) { return true; });
-  EXPECT_EQ(stats.status().code(), StatusCode::kOutOfRange);
-  EXPECT_NE(stats.status().message().find("context holds 32"), std::string::npos) << stats.status().message();
+  auto result = (*gen)->generate(prompt, {}, [](const StreamEvent&) { return true; });
+  EXPECT_EQ(result.status().code(), StatusCode::kOutOfRange);
+  EXPECT_NE(result.status().message().find("context holds 32"), std::string::npos) << result.status().message();
 }
 
 }  // namespace

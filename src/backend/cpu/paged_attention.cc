@@ -16,6 +16,35 @@ struct Item {
   const AttentionSeq* seq;
 };
 
+// q · k for a key row of the cache's dtype.
+float dot_key(const Kernels& k, DType t, const void* key, const float* q, int64_t n) {
+  switch (t) {
+    case DType::kF16: return k.dot_f16(static_cast<const uint16_t*>(key), q, n);
+    case DType::kBF16: return k.dot_bf16(static_cast<const uint16_t*>(key), q, n);
+    case DType::kF32:
+    case DType::kQ8_0:
+    case DType::kQ4_0: break;
+  }
+  return k.dot_f32(static_cast<const float*>(key), q, n);
+}
+
+// out += p * value for a value row of the cache's dtype.
+void add_value(const Kernels& k, DType t, float p, const void* value, float* out, int64_t n) {
+  switch (t) {
+    case DType::kF16: k.axpy_f16(p, static_cast<const uint16_t*>(value), out, n); return;
+    case DType::kBF16: {
+      const auto* v = static_cast<const uint16_t*>(value);
+      for (int64_t i = 0; i < n; ++i) out[i] += p * bf16_to_fp32(v[i]);
+      return;
+    }
+    case DType::kF32:
+    case DType::kQ8_0:
+    case DType::kQ4_0: break;
+  }
+  const auto* v = static_cast<const float*>(value);
+  for (int64_t i = 0; i < n; ++i) out[i] += p * v[i];
+}
+
 void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int32_t pos,
                 const AttentionSeq& seq, const KvBuffer& kv, int layer, int32_t kv_head, float* out,
                 std::vector<float>& scratch) {
@@ -31,7 +60,8 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
     std::fill(out + static_cast<int64_t>(g) * hd, out + static_cast<int64_t>(g + 1) * hd, 0.0f);
   }
   const int32_t n_ctx = pos + 1;
-  const int64_t head_off = static_cast<int64_t>(kv_head) * hd;
+  const DType t = kv.spec().dtype;
+  const int64_t head_off = static_cast<int64_t>(kv_head) * hd * static_cast<int64_t>(dtype_block_bytes(t));
   for (int32_t start = 0; start < n_ctx; start += bs) {
     const int64_t slot0 = static_cast<int64_t>(seq.block_table[static_cast<size_t>(start / bs)]) * bs;
     const int32_t n = std::min(bs, n_ctx - start);
@@ -40,7 +70,7 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
       float tile_max = -std::numeric_limits<float>::infinity();
       float* sg = s + static_cast<int64_t>(g) * bs;
       for (int32_t j = 0; j < n; ++j) {
-        sg[j] = k.dot_f16(kv.k(layer, slot0 + j) + head_off, qg, hd) * sh.scale;
+        sg[j] = dot_key(k, t, static_cast<const uint8_t*>(kv.k(layer, slot0 + j)) + head_off, qg, hd) * sh.scale;
         tile_max = std::max(tile_max, sg[j]);
       }
       const float m_new = std::max(m[g], tile_max);
@@ -51,7 +81,7 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
       for (int32_t j = 0; j < n; ++j) {
         const float p = std::exp(sg[j] - m_new);
         sum += p;
-        k.axpy_f16(p, kv.v(layer, slot0 + j) + head_off, og, hd);
+        add_value(k, t, p, static_cast<const uint8_t*>(kv.v(layer, slot0 + j)) + head_off, og, hd);
       }
       l[g] = l[g] * correction + sum;
       m[g] = m_new;

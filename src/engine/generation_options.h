@@ -1,0 +1,33 @@
+// What one request asks of generation: sampling, stopping, logprobs and n.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sample/logprobs.h"
+#include "sample/sampling_params.h"
+#include "tessera/status.h"
+
+namespace tessera {
+
+enum class FinishReason { kStop, kLength };
+
+inline const char* finish_reason_name(FinishReason r) { return r == FinishReason::kStop ? "stop" : "length"; }
+
+struct GenerationOptions {
+  int32_t max_tokens = 128;   // per choice; -1: until a stop condition or the context is full
+  int32_t min_tokens = 0;     // EOS, stop tokens and stop strings are suppressed until reached
+  bool ignore_eos = false;    // keep generating past EOS (stop_token_ids still stop)
+  std::vector<std::string> stop;         // up to kMaxStopStrings; the text ends before them
+  std::vector<int32_t> stop_token_ids;   // tokens that end a choice (not part of its text)
+  int32_t n = 1;              // completions of the prompt; they share its KV blocks
+  int32_t logprobs = -1;      // -1: none; 0..20: the chosen token's logprob and this many alternatives
+  SamplingParams sampling;
+  int32_t prefill_chunk = 512;  // prompt tokens per forward call
+
+  // kInvalidArgument naming the field (sampling parameters included).
+  Status validate(int32_t n_vocab) const;
+};
+
+}  // namespace tessera
