@@ -14,6 +14,14 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   app.add_option("--kv-cache-memory", f.kv_cache_memory, "KV cache memory budget, e.g. 64MiB or 2GiB (overrides --ctx-size)");
   app.add_option("--kv-cache-dtype", f.kv_cache_dtype, "KV cache element type")->check(CLI::IsMember({"f16", "bf16", "f32"}));
+  app.add_option("--quantize", f.quantize, "Quantize the weight matrices at load time")
+      ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k"}));
+}
+
+LoadOptions load_options(const EngineFlags& f) {
+  LoadOptions o;
+  if (!f.quantize.empty()) o.quantize = dtype_from_name(f.quantize);
+  return o;
 }
 
 DType kv_dtype(const EngineFlags& f) { return *dtype_from_name(f.kv_cache_dtype); }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "model/model.h"
 #include "tessera/status.h"
 
 namespace tessera::cli {
@@ -19,6 +20,7 @@ struct EngineFlags {
   int64_t ctx_size = 0;         // 0: min(trained context, 4096)
   std::string kv_cache_memory;  // e.g. "64MiB"; overrides ctx_size
   std::string kv_cache_dtype = "f16";  // f16, bf16 or f32
+  std::string quantize;                 // load-time quantization (q8_0, q4_0, q4_k); empty: none
 };
 
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
@@ -26,6 +28,9 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags);
 int resolve_threads(const EngineFlags& flags);
 // KV budget in bytes from --kv-cache-memory (0 when unset); kInvalidArgument on a bad size.
 Result<uint64_t> kv_memory_bytes(const EngineFlags& flags);
+
+// Model::load options from --quantize.
+LoadOptions load_options(const EngineFlags& flags);
 
 // DType of --kv-cache-dtype (validated by the flag's check).
 DType kv_dtype(const EngineFlags& flags);
@@ -46,5 +51,7 @@ Runner register_random_model(CLI::App& app);
 Runner register_tokenize(CLI::App& app);
 Runner register_detokenize(CLI::App& app);
 Runner register_convert(CLI::App& app);
+Runner register_quantize(CLI::App& app);
+Runner register_perplexity(CLI::App& app);
 
 }  // namespace tessera::cli

@@ -25,7 +25,7 @@ struct BenchOptions {
 };
 
 int bench_main(const BenchOptions& o) {
-  auto model = Model::load(o.engine.model);
+  auto model = Model::load(o.engine.model, load_options(o.engine));
   if (!model.ok()) return fail(model.status());
   const Model& m = **model;
   const int threads = resolve_threads(o.engine);

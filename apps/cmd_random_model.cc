@@ -24,15 +24,16 @@ Runner register_random_model(CLI::App& app) {
   auto o = std::make_shared<RandomModelOptions>();
   CLI::App* sub = app.add_subcommand("random-model", "Write a GGUF model with random weights in a real model's shape");
   sub->add_option("--shape", o->preset, "Shape preset")->check(CLI::IsMember(random_model_preset_names()));
-  sub->add_option("--dtype", o->dtype, "Weight type of the matrices")->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}));
+  sub->add_option("--dtype", o->dtype, "Weight type of the matrices, or a mix preset (q4_k_m, q5_k_m)")
+      ->check(CLI::IsMember(quant_scheme_names()));
   sub->add_option("-o,--output", o->output, "Output .gguf path")->required();
   sub->add_option("--seed", o->seed, "Random seed");
   sub->add_option("-t,--threads", o->threads, "Worker threads (default: physical cores)")->check(CLI::Range(1, 1024));
   return [o] {
     const auto shape = random_model_preset(o->preset);
-    const auto dtype = dtype_from_name(o->dtype);
+    const auto scheme = quant_scheme_from_name(o->dtype);
     ThreadPool pool(o->threads > 0 ? o->threads : cpu_features().physical_cores);
-    const Status st = write_random_model(*shape, *dtype, o->seed, pool, o->output);
+    const Status st = write_random_model(*shape, *scheme, o->seed, pool, o->output);
     if (!st.ok()) return fail(st);
     fmt::print(stderr, "wrote {} ({} {}, random weights, seed {})\n", o->output, o->preset, o->dtype, o->seed);
     return 0;

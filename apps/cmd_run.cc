@@ -74,7 +74,7 @@ int run_main(RunOptions o) {
     if (!parsed.ok()) return fail(parsed.status());
     o.gen.sampling.logit_bias.push_back(*parsed);
   }
-  auto model = Model::load(o.engine.model);
+  auto model = Model::load(o.engine.model, load_options(o.engine));
   if (!model.ok()) return fail(model.status());
   const Model& m = **model;
   std::vector<int32_t> prompt;

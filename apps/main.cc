@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
       {"tokenize", tessera::cli::register_tokenize(app)},
       {"detokenize", tessera::cli::register_detokenize(app)},
       {"convert", tessera::cli::register_convert(app)},
+      {"quantize", tessera::cli::register_quantize(app)},
+      {"perplexity", tessera::cli::register_perplexity(app)},
   };
   try {
     app.parse(argc, argv);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "model/hf_tensor_source.h"
+#include "model/quantize_model.h"
 #include "model/tensor_source.h"
 
 namespace tessera {
@@ -38,6 +39,12 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
   for (int32_t id = 0; id < m->config_.n_vocab; ++id) {
     if (m->is_eog(id)) m->eog_ids_.push_back(id);
   }
+  return m;
+}
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, const LoadOptions& options) {
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Model> m, load(path));
+  if (options.quantize) m->quantized_ = quantize_weights(m->weights_, *options.quantize);
   return m;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,12 +18,22 @@
 
 namespace tessera {
 
+// Options of Model::load.
+struct LoadOptions {
+  // Requantize every weight matrix except the token embedding to this block
+  // format after loading (kept in memory owned by the Model); matrices whose
+  // rows do not fit the block size keep their type. nullopt: as stored.
+  std::optional<DType> quantize;
+};
+
 class Model {
  public:
   // Loads a GGUF file or a Hugging Face model directory. Errors name the file
   // and what is wrong (missing file, corrupt data, unsupported architecture
   // or tensor type, missing tensor, bad shape, bad tokenizer).
   static Result<std::unique_ptr<Model>> load(const std::string& path);
+  // The same, applying `options` (load-time quantization).
+  static Result<std::unique_ptr<Model>> load(const std::string& path, const LoadOptions& options);
 
   const std::string& path() const { return path_; }
   const ModelConfig& config() const { return config_; }
@@ -51,6 +62,7 @@ class Model {
   std::unique_ptr<Tokenizer> tokenizer_;
   GenerationDefaults generation_;
   std::vector<int32_t> eog_ids_;
+  std::vector<std::vector<uint8_t>> quantized_;  // matrices requantized at load time
 };
 
 }  // namespace tessera

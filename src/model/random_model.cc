@@ -62,12 +62,7 @@ std::vector<std::string> random_model_preset_names() { return {"tinyllama-1.1b",
 
 namespace {
 
-Result<GgufWriter> build_writer(const RandomModelShape& s, DType dtype, uint64_t seed, ThreadPool& pool) {
-  const int block = dtype_block_elems(dtype);
-  if (s.n_embd % block != 0 || s.n_ff % block != 0) {
-    return invalid_argument("shape '" + s.name + "' has dims that are not multiples of " + std::to_string(block) +
-                            " for " + dtype_name(dtype));
-  }
+Result<GgufWriter> build_writer(const RandomModelShape& s, const QuantScheme& scheme, uint64_t seed, ThreadPool& pool) {
   if (s.n_embd % s.n_heads != 0 || s.n_heads % s.n_kv_heads != 0 || s.n_vocab < 259) {
     return invalid_argument("shape '" + s.name + "' is inconsistent");
   }
@@ -110,7 +105,9 @@ Result<GgufWriter> build_writer(const RandomModelShape& s, DType dtype, uint64_t
   const int64_t hd = e / s.n_heads;
   const int64_t kv = hd * s.n_kv_heads;
   uint64_t tensor_seed = seed;
+  w.add_uint32("general.file_type", quant_scheme_file_type(scheme));
   auto mat = [&](const std::string& name, int64_t rows, int64_t cols) {
+    const DType dtype = quant_fallback_type(quant_scheme_tensor_type(scheme, name, s.n_layers), cols);
     w.add_tensor(name, {cols, rows}, dtype, random_matrix(rows, cols, dtype, ++tensor_seed, pool));
   };
   mat("token_embd.weight", s.n_vocab, e);
@@ -133,16 +130,26 @@ Result<GgufWriter> build_writer(const RandomModelShape& s, DType dtype, uint64_t
 
 }  // namespace
 
+Result<std::vector<uint8_t>> random_model_gguf(const RandomModelShape& shape, const QuantScheme& scheme,
+                                               uint64_t seed, ThreadPool& pool) {
+  TESSERA_ASSIGN_OR_RETURN(GgufWriter w, build_writer(shape, scheme, seed, pool));
+  return w.to_bytes();
+}
+
 Result<std::vector<uint8_t>> random_model_gguf(const RandomModelShape& shape, DType dtype, uint64_t seed,
                                                ThreadPool& pool) {
-  TESSERA_ASSIGN_OR_RETURN(GgufWriter w, build_writer(shape, dtype, seed, pool));
-  return w.to_bytes();
+  return random_model_gguf(shape, QuantScheme{dtype_name(dtype), dtype, false, dtype}, seed, pool);
+}
+
+Status write_random_model(const RandomModelShape& shape, const QuantScheme& scheme, uint64_t seed, ThreadPool& pool,
+                          const std::string& path) {
+  TESSERA_ASSIGN_OR_RETURN(GgufWriter w, build_writer(shape, scheme, seed, pool));
+  return w.write(path);
 }
 
 Status write_random_model(const RandomModelShape& shape, DType dtype, uint64_t seed, ThreadPool& pool,
                           const std::string& path) {
-  TESSERA_ASSIGN_OR_RETURN(GgufWriter w, build_writer(shape, dtype, seed, pool));
-  return w.write(path);
+  return write_random_model(shape, QuantScheme{dtype_name(dtype), dtype, false, dtype}, seed, pool, path);
 }
 
 }  // namespace tessera

@@ -1,0 +1,59 @@
+// `tessera quantize IN OUT TYPE`: requantizes a GGUF model (or a Hugging Face
+// directory) to a block format or a K-quant mix (model/quantize_model.h),
+// with a progress bar on stderr and one line per fallback.
+#include <fmt/core.h>
+
+#include <memory>
+
+#include "cli_common.h"
+#include "core/byte_size.h"
+#include "core/cpu_features.h"
+#include "model/quantize_model.h"
+
+namespace tessera::cli {
+
+namespace {
+
+struct QuantizeOptions {
+  std::string input;
+  std::string output;
+  std::string type;
+  int threads = 0;
+};
+
+void progress_bar(int done, int total, const std::string& name) {
+  constexpr int kWidth = 30;
+  const int filled = total > 0 ? done * kWidth / total : kWidth;
+  fmt::print(stderr, "\r[{:<{}}] {:>4}/{} {:<40.40}", std::string(static_cast<size_t>(filled), '#'), kWidth, done,
+             total, name);
+  if (done == total) fmt::print(stderr, "\n");
+}
+
+int quantize_main(const QuantizeOptions& o) {
+  const std::optional<QuantScheme> scheme = quant_scheme_from_name(o.type);
+  if (!scheme) return fail(invalid_argument("unknown quantization type '" + o.type + "'"));
+  ThreadPool pool(o.threads > 0 ? o.threads : cpu_features().physical_cores);
+  auto summary = quantize_model(o.input, o.output, *scheme, pool, progress_bar);
+  if (!summary.ok()) return fail(summary.status());
+  for (const std::string& note : summary->notes) fmt::print(stderr, "note: {}\n", note);
+  fmt::print(stderr, "wrote {} ({}, {} tensors, {} matrices quantized): {} -> {}\n", o.output, scheme->name,
+             summary->n_tensors, summary->n_quantized, format_byte_size(summary->bytes_in),
+             format_byte_size(summary->bytes_out));
+  return 0;
+}
+
+}  // namespace
+
+Runner register_quantize(CLI::App& app) {
+  auto o = std::make_shared<QuantizeOptions>();
+  CLI::App* sub = app.add_subcommand("quantize", "Requantize a GGUF model (or Hugging Face directory) to a block format");
+  sub->add_option("input", o->input, "Input GGUF file (f32/f16/bf16/any readable type) or Hugging Face directory")
+      ->required();
+  sub->add_option("output", o->output, "Output .gguf path")->required();
+  sub->add_option("type", o->type, "Target: q8_0, q4_0, q4_1, q5_0, q5_1, q2_k..q6_k, f16, bf16, f32, q4_k_m, q5_k_m")
+      ->required();
+  sub->add_option("-t,--threads", o->threads, "Worker threads (default: physical cores)")->check(CLI::Range(1, 1024));
+  return [o] { return quantize_main(*o); };
+}
+
+}  // namespace tessera::cli

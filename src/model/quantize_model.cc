@@ -1,0 +1,221 @@
+#include "model/quantize_model.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <system_error>
+
+#include "core/cpu_features.h"
+#include "core/quant_ref.h"
+#include "formats/gguf_reader.h"
+#include "formats/gguf_writer.h"
+#include "model/convert_hf.h"
+
+namespace tessera {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// llama.cpp's use_more_bits(i_layer, n_layers).
+bool use_more_bits(int layer, int n_layers) {
+  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+// Layer index of "blk.N.xxx", or -1.
+int layer_of(std::string_view name) {
+  if (name.substr(0, 4) != "blk.") return -1;
+  int v = 0;
+  size_t i = 4;
+  for (; i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])); ++i) v = v * 10 + (name[i] - '0');
+  return i > 4 ? v : -1;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Tensor `t` (any readable dtype) as f32 [rows, cols] rows r0..r1 -> `dst`
+// quantized rows of `out_t`.
+void requantize_rows(const GgufTensorInfo& t, DType out_t, int64_t cols, int64_t r0, int64_t r1, uint8_t* dst) {
+  std::vector<float> row(static_cast<size_t>(cols));  // [cols]
+  const size_t in_row = dtype_row_bytes(*t.dtype, cols);
+  const size_t out_row = dtype_row_bytes(out_t, cols);
+  for (int64_t r = r0; r < r1; ++r) {
+    dequantize_row(*t.dtype, t.data + static_cast<size_t>(r) * in_row, row.data(), cols);
+    quantize_row(out_t, row.data(), dst + static_cast<size_t>(r) * out_row, cols);
+  }
+}
+
+}  // namespace
+
+std::optional<QuantScheme> quant_scheme_from_name(std::string_view name) {
+  const std::string n = lower(name);
+  if (n == "q4_k_m") return QuantScheme{n, DType::kQ4_K, true, DType::kQ6_K};
+  if (n == "q5_k_m") return QuantScheme{n, DType::kQ5_K, true, DType::kQ6_K};
+  const std::optional<DType> t = dtype_from_name(n);
+  if (!t || *t == DType::kQ8_K) return std::nullopt;
+  return QuantScheme{n, *t, false, *t};
+}
+
+std::vector<std::string> quant_scheme_names() {
+  std::vector<std::string> names;
+  for (DType t : kAllDTypes) {
+    if (t != DType::kQ8_K) names.emplace_back(dtype_name(t));
+  }
+  names.emplace_back("q4_k_m");
+  names.emplace_back("q5_k_m");
+  return names;
+}
+
+DType quant_scheme_tensor_type(const QuantScheme& s, std::string_view name, int n_layers) {
+  if (!s.mix) return s.base;
+  if (name == "output.weight") return s.high;
+  const int layer = layer_of(name);
+  if (layer >= 0 && (ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight")) &&
+      use_more_bits(layer, n_layers)) {
+    return s.high;
+  }
+  return s.base;
+}
+
+DType quant_fallback_type(DType t, int64_t cols) {
+  if (cols % dtype_block_elems(t) == 0) return t;
+  DType f = t;
+  switch (t) {
+    case DType::kQ2_K:
+    case DType::kQ3_K: f = DType::kQ4_0; break;
+    case DType::kQ4_K: f = DType::kQ5_0; break;
+    case DType::kQ5_K: f = DType::kQ5_1; break;
+    case DType::kQ6_K:
+    case DType::kQ8_K: f = DType::kQ8_0; break;
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1: f = DType::kF16; break;
+  }
+  return cols % dtype_block_elems(f) == 0 ? f : DType::kF16;
+}
+
+uint32_t quant_scheme_file_type(const QuantScheme& s) {
+  if (s.mix) return s.base == DType::kQ4_K ? 15 : 17;
+  switch (s.base) {
+    case DType::kF32: return 0;
+    case DType::kF16: return 1;
+    case DType::kQ4_0: return 2;
+    case DType::kQ4_1: return 3;
+    case DType::kQ8_0: return 7;
+    case DType::kQ5_0: return 8;
+    case DType::kQ5_1: return 9;
+    case DType::kQ2_K: return 10;
+    case DType::kQ3_K: return 11;
+    case DType::kQ4_K: return 14;
+    case DType::kQ5_K: return 16;
+    case DType::kQ6_K: return 18;
+    case DType::kBF16: return 32;
+    case DType::kQ8_K: break;
+  }
+  return 0;
+}
+
+Result<QuantizeSummary> quantize_model(const std::string& in_path, const std::string& out_path,
+                                       const QuantScheme& scheme, ThreadPool& pool, const QuantizeProgress& progress) {
+  std::string gguf_path = in_path;
+  std::string temp;
+  QuantizeSummary summary;
+  std::error_code ec;
+  if (std::filesystem::is_directory(in_path, ec)) {
+    temp = out_path + ".f32.tmp.gguf";
+    ConvertOptions co;
+    co.dtype = DType::kF32;
+    TESSERA_ASSIGN_OR_RETURN(ConvertSummary cs, convert_hf_to_gguf(in_path, temp, co));
+    for (std::string& n : cs.notes) summary.notes.push_back(std::move(n));
+    gguf_path = temp;
+  }
+  struct TempRemover {
+    std::string path;
+    ~TempRemover() {
+      std::error_code e;
+      if (!path.empty()) std::filesystem::remove(path, e);
+    }
+  } remover{temp};
+
+  TESSERA_ASSIGN_OR_RETURN(GgufFile in, GgufFile::open(gguf_path));
+  int n_layers = 0;
+  for (const GgufTensorInfo& t : in.tensors()) n_layers = std::max(n_layers, layer_of(t.name) + 1);
+
+  GgufWriter w;
+  for (const GgufKeyValue& kv : in.metadata()) w.add_value(kv.key, kv.value);
+  w.add_uint32("general.file_type", quant_scheme_file_type(scheme));
+  if (dtype_is_quantized(scheme.base)) w.add_uint32("general.quantization_version", 2);
+
+  const int n = static_cast<int>(in.tensors().size());
+  int done = 0;
+  for (const GgufTensorInfo& t : in.tensors()) {
+    if (!t.dtype) {
+      return unimplemented(in.name() + ": tensor '" + t.name + "' has type " + ggml_type_name(t.ggml_type) +
+                           ", which tessera cannot read");
+    }
+    summary.bytes_in += t.n_bytes;
+    const int64_t cols = t.shape.empty() ? 1 : t.shape[0];
+    const int64_t rows = cols > 0 ? t.n_elements / cols : 0;
+    DType out_t = DType::kF32;  // 1-D tensors (norms, biases) stay f32
+    if (t.shape.size() >= 2) {
+      const DType want = quant_scheme_tensor_type(scheme, t.name, n_layers);
+      out_t = quant_fallback_type(want, cols);
+      if (out_t != want) {
+        summary.notes.push_back(t.name + ": row size " + std::to_string(cols) + " is not a multiple of " +
+                                std::to_string(dtype_block_elems(want)) + " for " + dtype_name(want) + ", using " +
+                                dtype_name(out_t));
+      }
+      ++summary.n_quantized;
+    }
+    std::vector<uint8_t> bytes(static_cast<size_t>(rows) * dtype_row_bytes(out_t, cols));
+    if (out_t == *t.dtype) {
+      std::copy(t.data, t.data + t.n_bytes, bytes.begin());
+    } else {
+      pool.parallel_for(rows, [&](int64_t r0, int64_t r1) { requantize_rows(t, out_t, cols, r0, r1, bytes.data()); });
+    }
+    summary.bytes_out += bytes.size();
+    w.add_tensor(t.name, t.shape, out_t, std::move(bytes));
+    ++summary.n_tensors;
+    if (progress) progress(++done, n, t.name);
+  }
+  TESSERA_RETURN_IF_ERROR(w.write(out_path));
+  return summary;
+}
+
+std::vector<std::vector<uint8_t>> quantize_weights(ModelWeights& weights, DType t) {
+  std::vector<std::vector<uint8_t>> storage;
+  ThreadPool pool(cpu_features().physical_cores);
+  auto quantize = [&](cpu::MatrixView& m) {
+    if (m.dtype == t || m.cols % dtype_block_elems(t) != 0) return;
+    std::vector<uint8_t> out(static_cast<size_t>(m.rows) * dtype_row_bytes(t, m.cols));  // [rows, row bytes]
+    const size_t in_row = dtype_row_bytes(m.dtype, m.cols), out_row = dtype_row_bytes(t, m.cols);
+    const auto* src = static_cast<const uint8_t*>(m.data);
+    pool.parallel_for(m.rows, [&](int64_t r0, int64_t r1) {
+      std::vector<float> row(static_cast<size_t>(m.cols));  // [cols]
+      for (int64_t r = r0; r < r1; ++r) {
+        dequantize_row(m.dtype, src + static_cast<size_t>(r) * in_row, row.data(), m.cols);
+        quantize_row(t, row.data(), out.data() + static_cast<size_t>(r) * out_row, m.cols);
+      }
+    });
+    m = cpu::MatrixView{t, out.data(), m.rows, m.cols};
+    storage.push_back(std::move(out));  // the heap buffer does not move
+  };
+  quantize(weights.output);
+  for (LayerWeights& l : weights.layers) {
+    for (cpu::MatrixView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) quantize(*m);
+  }
+  return storage;
+}
+
+}  // namespace tessera

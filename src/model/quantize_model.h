@@ -1,0 +1,83 @@
+// Quantization schemes and `tessera quantize`: requantizes the matrices of a
+// GGUF file (or of a Hugging Face directory, through convert_hf_to_gguf) to
+// one of the block formats of core/dtype.h or to a llama.cpp-style mix
+// (Q4_K_M, Q5_K_M), copying every non-tensor metadata key (tokenizer, chat
+// template, ...) and updating general.file_type (llama.cpp enum llama_ftype).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+#include "model/model_weights.h"
+#include "tessera/status.h"
+
+namespace tessera {
+
+// A target: every matrix in `base`, or (mix) llama.cpp's _M presets: base
+// type for most matrices, `high` (Q6_K) for output.weight and for attn_v /
+// ffn_down in the layers llama.cpp's use_more_bits() picks (the first and
+// last eighth of the layers and every third layer in between).
+struct QuantScheme {
+  std::string name;  // "q8_0", "q4_k_m", ...
+  DType base = DType::kQ8_0;
+  bool mix = false;
+  DType high = DType::kQ6_K;
+};
+
+// Any DType name except q8_k ("f16", "q4_0", "q6_k", ...) or "q4_k_m" /
+// "q5_k_m"; case-insensitive. nullopt for other names.
+std::optional<QuantScheme> quant_scheme_from_name(std::string_view name);
+// Names quant_scheme_from_name accepts (lower case), for --help.
+std::vector<std::string> quant_scheme_names();
+
+// The type `scheme` gives the GGUF tensor `name` (e.g. "blk.3.attn_v.weight")
+// in a model of `n_layers` layers, before any fallback.
+DType quant_scheme_tensor_type(const QuantScheme& scheme, std::string_view name, int n_layers);
+
+// `t` when `cols` is a multiple of its block size, else the nearest type
+// that fits: q2_k/q3_k -> q4_0, q4_k -> q5_0, q5_k -> q5_1, q6_k -> q8_0
+// (llama.cpp's fallbacks), and f16 when cols is not a multiple of 32.
+DType quant_fallback_type(DType t, int64_t cols);
+
+// llama_ftype for general.file_type: 0 f32, 1 f16, 2 q4_0, 3 q4_1, 7 q8_0,
+// 8 q5_0, 9 q5_1, 10 q2_k, 11 q3_k (S), 14 q4_k (S), 15 q4_k_m, 16 q5_k (S),
+// 17 q5_k_m, 18 q6_k, 32 bf16.
+uint32_t quant_scheme_file_type(const QuantScheme& scheme);
+
+struct QuantizeSummary {
+  int n_tensors = 0;
+  int n_quantized = 0;
+  uint64_t bytes_in = 0;   // tensor data read
+  uint64_t bytes_out = 0;  // tensor data written
+  std::vector<std::string> notes;  // one line per fallback
+};
+
+// Called after each tensor: (tensors done, tensor count, name).
+using QuantizeProgress = std::function<void(int, int, const std::string&)>;
+
+// Requantizes `in_path` (a GGUF file with matrices of any type tessera reads,
+// or a Hugging Face directory, converted first to a temporary f32 GGUF next
+// to `out_path`) to `scheme` and writes `out_path`. 2-D tensors are
+// dequantized to f32 and quantized with core/quant_ref (K-quants: the simple
+// min/max quantizer documented there); 1-D tensors (norms, biases) are copied
+// unchanged; tensors whose row size does not fit the block size fall back
+// per quant_fallback_type with a note. Errors: those of GgufFile::open and
+// convert_hf_to_gguf, tensors of types tessera cannot read (kUnimplemented),
+// I/O failures.
+Result<QuantizeSummary> quantize_model(const std::string& in_path, const std::string& out_path,
+                                       const QuantScheme& scheme, ThreadPool& pool,
+                                       const QuantizeProgress& progress = nullptr);
+
+// Load-time quantization: requantizes every matrix view of `weights` except
+// token_embd to `t` (views whose row length does not fit the block size,
+// or that already are `t`, are left alone), pointing the views at the
+// returned buffers, which the caller must keep alive as long as `weights`.
+std::vector<std::vector<uint8_t>> quantize_weights(ModelWeights& weights, DType t);
+
+}  // namespace tessera

@@ -1,0 +1,136 @@
+// tessera quantize's logic (model/quantize_model.h): scheme names and
+// per-tensor types, fallbacks, metadata copying, the written file loading
+// and running, and load-time quantization.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <unistd.h>
+
+#include "backend/cpu/kernels.h"
+#include "engine/generator.h"
+#include "formats/gguf_reader.h"
+#include "model/quantize_model.h"
+#include "model/random_model.h"
+
+namespace tessera {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("tessera_quant_" + name + "_" + std::to_string(::getpid()) + ".gguf"))
+      .string();
+}
+
+RandomModelShape k_shape() {
+  RandomModelShape s;
+  s.name = "kq";
+  s.n_vocab = 512;
+  s.n_embd = 256;
+  s.n_layers = 8;
+  s.n_ff = 512;
+  s.n_heads = 4;
+  s.n_kv_heads = 2;
+  return s;
+}
+
+TEST(QuantScheme, NamesAndMixTypes) {
+  EXPECT_FALSE(quant_scheme_from_name("q8_k").has_value());
+  EXPECT_FALSE(quant_scheme_from_name("q4_k_s").has_value());
+  const auto m = quant_scheme_from_name("Q4_K_M");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(quant_scheme_tensor_type(*m, "output.weight", 8), DType::kQ6_K);
+  EXPECT_EQ(quant_scheme_tensor_type(*m, "token_embd.weight", 8), DType::kQ4_K);
+  EXPECT_EQ(quant_scheme_tensor_type(*m, "blk.0.attn_v.weight", 8), DType::kQ6_K);   // first eighth
+  EXPECT_EQ(quant_scheme_tensor_type(*m, "blk.1.attn_v.weight", 8), DType::kQ4_K);
+  EXPECT_EQ(quant_scheme_tensor_type(*m, "blk.3.ffn_down.weight", 8), DType::kQ6_K);  // (3 - 1) % 3 == 2
+  EXPECT_EQ(quant_scheme_tensor_type(*m, "blk.7.ffn_down.weight", 8), DType::kQ6_K);  // last eighth
+  EXPECT_EQ(quant_scheme_tensor_type(*m, "blk.3.attn_q.weight", 8), DType::kQ4_K);
+  EXPECT_EQ(quant_scheme_file_type(*m), 15u);
+  EXPECT_EQ(quant_scheme_file_type(*quant_scheme_from_name("q5_k_m")), 17u);
+  EXPECT_EQ(quant_scheme_file_type(*quant_scheme_from_name("q8_0")), 7u);
+}
+
+TEST(QuantScheme, Fallbacks) {
+  EXPECT_EQ(quant_fallback_type(DType::kQ4_K, 256), DType::kQ4_K);
+  EXPECT_EQ(quant_fallback_type(DType::kQ4_K, 64), DType::kQ5_0);
+  EXPECT_EQ(quant_fallback_type(DType::kQ5_K, 96), DType::kQ5_1);
+  EXPECT_EQ(quant_fallback_type(DType::kQ6_K, 64), DType::kQ8_0);
+  EXPECT_EQ(quant_fallback_type(DType::kQ2_K, 64), DType::kQ4_0);
+  EXPECT_EQ(quant_fallback_type(DType::kQ6_K, 172), DType::kF16);
+  EXPECT_EQ(quant_fallback_type(DType::kQ8_0, 172), DType::kF16);
+}
+
+// Quantizes a random f32 model to Q4_K_M, checks types, metadata and that
+// the result runs with logits close to the f32 model's.
+TEST(QuantizeModel, Q4_K_MFileLoadsAndRuns) {
+  ThreadPool pool(2);
+  const std::string in = temp_path("in"), out = temp_path("out");
+  ASSERT_TRUE(write_random_model(k_shape(), DType::kF32, 3, pool, in).ok());
+  int calls = 0;
+  auto summary = quantize_model(in, out, *quant_scheme_from_name("q4_k_m"), pool,
+                                [&](int done, int total, const std::string&) {
+                                  EXPECT_EQ(done, ++calls);
+                                  EXPECT_GE(total, done);
+                                });
+  ASSERT_TRUE(summary.ok()) << summary.status().to_string();
+  EXPECT_EQ(calls, summary->n_tensors);
+  EXPECT_TRUE(summary->notes.empty());
+  EXPECT_LT(summary->bytes_out * 5, summary->bytes_in);  // ~4.8 bits vs 32
+  {
+    auto f = GgufFile::open(out);
+    ASSERT_TRUE(f.ok());
+    EXPECT_EQ(*f->get_int("general.file_type"), 15);
+    EXPECT_EQ(f->get_string_array("tokenizer.ggml.tokens")->size(), 512u);  // metadata copied
+    EXPECT_EQ(f->find_tensor("output.weight")->dtype, DType::kQ6_K);
+    EXPECT_EQ(f->find_tensor("blk.0.attn_v.weight")->dtype, DType::kQ6_K);
+    EXPECT_EQ(f->find_tensor("blk.1.attn_v.weight")->dtype, DType::kQ4_K);
+    EXPECT_EQ(f->find_tensor("blk.1.attn_norm.weight")->dtype, DType::kF32);
+  }
+  auto base = Model::load(in);
+  auto quant = Model::load(out);
+  auto loadq = Model::load(in, LoadOptions{DType::kQ8_0});
+  ASSERT_TRUE(base.ok() && quant.ok() && loadq.ok());
+  EXPECT_EQ((*loadq)->weights().layers[0].wq.dtype, DType::kQ8_0);
+  EXPECT_EQ((*loadq)->weights().output.dtype, DType::kQ8_0);
+  const std::vector<int32_t> prompt = {1, 300, 301, 302, 303};
+  auto logits = [&](const Model& m) {
+    auto g = Generator::create(m, pool, cpu::kernels(), 0, 64, DType::kF32);
+    EXPECT_TRUE(g.ok());
+    auto r = (*g)->prefill_logits(prompt, 8);
+    EXPECT_TRUE(r.ok());
+    return *r;
+  };
+  const auto lb = logits(**base), lq = logits(**quant), l8 = logits(**loadq);
+  double err_q = 0, err_8 = 0, ref = 0;
+  for (size_t i = 0; i < lb.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(lq[i]));
+    err_q += (lq[i] - lb[i]) * static_cast<double>(lq[i] - lb[i]);
+    err_8 += (l8[i] - lb[i]) * static_cast<double>(l8[i] - lb[i]);
+    ref += lb[i] * static_cast<double>(lb[i]);
+  }
+  EXPECT_GT(err_q, 0.0);
+  EXPECT_LT(std::sqrt(err_q / ref), 0.3);
+  EXPECT_LT(std::sqrt(err_8 / ref), std::sqrt(err_q / ref));  // q8_0 is closer than q4_k_m
+  std::filesystem::remove(in);
+  std::filesystem::remove(out);
+}
+
+TEST(QuantizeModel, FallbackNotes) {
+  ThreadPool pool(1);
+  RandomModelShape s = k_shape();
+  s.n_embd = 64;  // rows of 64: no K-quant fits
+  s.n_ff = 128;
+  s.n_layers = 2;
+  const std::string in = temp_path("fb_in"), out = temp_path("fb_out");
+  ASSERT_TRUE(write_random_model(s, DType::kF16, 4, pool, in).ok());
+  auto summary = quantize_model(in, out, *quant_scheme_from_name("q6_k"), pool);
+  ASSERT_TRUE(summary.ok()) << summary.status().to_string();
+  EXPECT_EQ(summary->notes.size(), static_cast<size_t>(summary->n_quantized));  // one line per matrix
+  EXPECT_NE(summary->notes[0].find("using q8_0"), std::string::npos) << summary->notes[0];
+  EXPECT_TRUE(Model::load(out).ok());
+  std::filesystem::remove(in);
+  std::filesystem::remove(out);
+}
+
+}  // namespace
+}  // namespace tessera
