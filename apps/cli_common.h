@@ -45,5 +45,6 @@ Runner register_bench(CLI::App& app);
 Runner register_random_model(CLI::App& app);
 Runner register_tokenize(CLI::App& app);
 Runner register_detokenize(CLI::App& app);
+Runner register_convert(CLI::App& app);
 
 }  // namespace tessera::cli

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
       {"random-model", tessera::cli::register_random_model(app)},
       {"tokenize", tessera::cli::register_tokenize(app)},
       {"detokenize", tessera::cli::register_detokenize(app)},
+      {"convert", tessera::cli::register_convert(app)},
   };
   try {
     app.parse(argc, argv);

@@ -10,7 +10,16 @@ int dtype_block_elems(DType t) {
     case DType::kF16:
     case DType::kBF16: return 1;
     case DType::kQ8_0:
-    case DType::kQ4_0: return kQuantBlockElems;
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1: return kQuantBlockElems;
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kQ8_K: return kSuperBlockElems;
   }
   return 1;
 }
@@ -22,6 +31,15 @@ size_t dtype_block_bytes(DType t) {
     case DType::kBF16: return 2;
     case DType::kQ8_0: return sizeof(BlockQ8_0);
     case DType::kQ4_0: return sizeof(BlockQ4_0);
+    case DType::kQ4_1: return sizeof(BlockQ4_1);
+    case DType::kQ5_0: return sizeof(BlockQ5_0);
+    case DType::kQ5_1: return sizeof(BlockQ5_1);
+    case DType::kQ2_K: return sizeof(BlockQ2_K);
+    case DType::kQ3_K: return sizeof(BlockQ3_K);
+    case DType::kQ4_K: return sizeof(BlockQ4_K);
+    case DType::kQ5_K: return sizeof(BlockQ5_K);
+    case DType::kQ6_K: return sizeof(BlockQ6_K);
+    case DType::kQ8_K: return sizeof(BlockQ8_K);
   }
   return 0;
 }
@@ -37,12 +55,31 @@ const char* dtype_name(DType t) {
     case DType::kBF16: return "bf16";
     case DType::kQ8_0: return "q8_0";
     case DType::kQ4_0: return "q4_0";
+    case DType::kQ4_1: return "q4_1";
+    case DType::kQ5_0: return "q5_0";
+    case DType::kQ5_1: return "q5_1";
+    case DType::kQ2_K: return "q2_k";
+    case DType::kQ3_K: return "q3_k";
+    case DType::kQ4_K: return "q4_k";
+    case DType::kQ5_K: return "q5_k";
+    case DType::kQ6_K: return "q6_k";
+    case DType::kQ8_K: return "q8_k";
   }
   return "?";
 }
 
+bool dtype_is_quantized(DType t) { return dtype_block_elems(t) > 1; }
+
+bool dtype_is_k_quant(DType t) { return dtype_block_elems(t) == kSuperBlockElems; }
+
+DType dtype_vec_dot_type(DType t) {
+  if (dtype_is_k_quant(t)) return DType::kQ8_K;
+  if (dtype_is_quantized(t)) return DType::kQ8_0;
+  return DType::kF32;
+}
+
 std::optional<DType> dtype_from_name(std::string_view name) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+  for (DType t : kAllDTypes) {
     if (name == dtype_name(t)) return t;
   }
   return std::nullopt;
@@ -54,6 +91,15 @@ uint32_t dtype_to_ggml(DType t) {
     case DType::kF16: return 1;
     case DType::kQ4_0: return 2;
     case DType::kQ8_0: return 8;
+    case DType::kQ4_1: return 3;
+    case DType::kQ5_0: return 6;
+    case DType::kQ5_1: return 7;
+    case DType::kQ2_K: return 10;
+    case DType::kQ3_K: return 11;
+    case DType::kQ4_K: return 12;
+    case DType::kQ5_K: return 13;
+    case DType::kQ6_K: return 14;
+    case DType::kQ8_K: return 15;
     case DType::kBF16: return 30;
   }
   return 0;
@@ -64,7 +110,16 @@ std::optional<DType> dtype_from_ggml(uint32_t ggml_type) {
     case 0: return DType::kF32;
     case 1: return DType::kF16;
     case 2: return DType::kQ4_0;
+    case 3: return DType::kQ4_1;
+    case 6: return DType::kQ5_0;
+    case 7: return DType::kQ5_1;
     case 8: return DType::kQ8_0;
+    case 10: return DType::kQ2_K;
+    case 11: return DType::kQ3_K;
+    case 12: return DType::kQ4_K;
+    case 13: return DType::kQ5_K;
+    case 14: return DType::kQ6_K;
+    case 15: return DType::kQ8_K;
     case 30: return DType::kBF16;
     default: return std::nullopt;
   }

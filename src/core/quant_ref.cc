@@ -73,6 +73,15 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
     }
     case DType::kQ8_0: dequantize_row_q8_0_ref(static_cast<const BlockQ8_0*>(src), dst, n); return;
     case DType::kQ4_0: dequantize_row_q4_0_ref(static_cast<const BlockQ4_0*>(src), dst, n); return;
+    case DType::kQ4_1: dequantize_row_q4_1_ref(static_cast<const BlockQ4_1*>(src), dst, n); return;
+    case DType::kQ5_0: dequantize_row_q5_0_ref(static_cast<const BlockQ5_0*>(src), dst, n); return;
+    case DType::kQ5_1: dequantize_row_q5_1_ref(static_cast<const BlockQ5_1*>(src), dst, n); return;
+    case DType::kQ2_K: dequantize_row_q2_k_ref(static_cast<const BlockQ2_K*>(src), dst, n); return;
+    case DType::kQ3_K: dequantize_row_q3_k_ref(static_cast<const BlockQ3_K*>(src), dst, n); return;
+    case DType::kQ4_K: dequantize_row_q4_k_ref(static_cast<const BlockQ4_K*>(src), dst, n); return;
+    case DType::kQ5_K: dequantize_row_q5_k_ref(static_cast<const BlockQ5_K*>(src), dst, n); return;
+    case DType::kQ6_K: dequantize_row_q6_k_ref(static_cast<const BlockQ6_K*>(src), dst, n); return;
+    case DType::kQ8_K: dequantize_row_q8_k_ref(static_cast<const BlockQ8_K*>(src), dst, n); return;
   }
 }
 
@@ -91,6 +100,15 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n) {
     }
     case DType::kQ8_0: quantize_row_q8_0_ref(src, static_cast<BlockQ8_0*>(dst), n); return;
     case DType::kQ4_0: quantize_row_q4_0_ref(src, static_cast<BlockQ4_0*>(dst), n); return;
+    case DType::kQ4_1: quantize_row_q4_1_ref(src, static_cast<BlockQ4_1*>(dst), n); return;
+    case DType::kQ5_0: quantize_row_q5_0_ref(src, static_cast<BlockQ5_0*>(dst), n); return;
+    case DType::kQ5_1: quantize_row_q5_1_ref(src, static_cast<BlockQ5_1*>(dst), n); return;
+    case DType::kQ2_K: quantize_row_q2_k_ref(src, static_cast<BlockQ2_K*>(dst), n); return;
+    case DType::kQ3_K: quantize_row_q3_k_ref(src, static_cast<BlockQ3_K*>(dst), n); return;
+    case DType::kQ4_K: quantize_row_q4_k_ref(src, static_cast<BlockQ4_K*>(dst), n); return;
+    case DType::kQ5_K: quantize_row_q5_k_ref(src, static_cast<BlockQ5_K*>(dst), n); return;
+    case DType::kQ6_K: quantize_row_q6_k_ref(src, static_cast<BlockQ6_K*>(dst), n); return;
+    case DType::kQ8_K: quantize_row_q8_k_ref(src, static_cast<BlockQ8_K*>(dst), n); return;
   }
 }
 

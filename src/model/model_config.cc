@@ -1,6 +1,7 @@
 #include "model/model_config.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "model/architecture.h"
 
@@ -28,6 +29,19 @@ Result<float> get_float_or(const GgufFile& g, const std::string& key, float fall
   return static_cast<float>(*v);
 }
 
+// llama.cpp's rope_freqs.weight: f32 [n_rot / 2] divisors of the RoPE frequencies.
+Result<std::vector<float>> read_rope_freqs(const GgufFile& g, const GgufTensorInfo& t, int n_rot) {
+  if (t.dtype != DType::kF32 || t.shape.size() != 1 || t.shape[0] != n_rot / 2) {
+    return invalid_argument(g.name() + ": tensor 'rope_freqs.weight' must be f32 [" + std::to_string(n_rot / 2) + "]");
+  }
+  std::vector<float> out(static_cast<size_t>(n_rot / 2));
+  std::memcpy(out.data(), t.data, out.size() * sizeof(float));
+  for (float v : out) {
+    if (!(v > 0) || !std::isfinite(v)) return invalid_argument(g.name() + ": rope_freqs.weight values must be positive");
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<float> ModelConfig::rope_inv_freq() const {
@@ -52,6 +66,7 @@ std::vector<float> ModelConfig::rope_inv_freq() const {
         break;
       }
     }
+    if (!rope_freq_factors.empty()) f /= rope_freq_factors[static_cast<size_t>(i)];
     inv[static_cast<size_t>(i)] = static_cast<float>(f);
   }
   return inv;
@@ -111,6 +126,10 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& g) {
     } else {
       return unimplemented(g.name() + ": rope scaling type '" + *st + "'");
     }
+  }
+  if (const GgufTensorInfo* t = g.find_tensor("rope_freqs.weight"); t != nullptr) {
+    TESSERA_ASSIGN_OR_RETURN(c.rope_freq_factors, read_rope_freqs(g, *t, c.n_rot));
+    if (c.rope_scaling.type == RopeScalingType::kLlama3) c.rope_scaling = RopeScaling{};
   }
   c.arch = *info;
   c.rope_style = info->gguf_rope_style;

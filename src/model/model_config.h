@@ -42,9 +42,13 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   float rope_freq_base = 10000.0f;
   RopeScaling rope_scaling;
+  // Per-frequency divisors from the GGUF tensor `rope_freqs.weight` (how
+  // llama.cpp stores Llama 3 RoPE scaling); empty when absent. [n_rot / 2].
+  std::vector<float> rope_freq_factors;
   cpu::RopeStyle rope_style = cpu::RopeStyle::kNorm;
 
-  // inv_freq[i] = base^(-2i / n_rot) with RoPE scaling applied; [n_rot / 2].
+  // inv_freq[i] = base^(-2i / n_rot) with RoPE scaling applied, divided by
+  // rope_freq_factors[i] when present; [n_rot / 2].
   std::vector<float> rope_inv_freq() const;
 };
 
@@ -52,9 +56,12 @@ struct ModelConfig {
 // sizes); `source` names the file in errors.
 Status validate_model_config(const ModelConfig& c, const std::string& source);
 
-// Reads and validates the hyperparameters. Errors: unsupported architecture
+// Reads and validates the hyperparameters, and the optional f32 tensor
+// `rope_freqs.weight` [n_rot / 2] (when present it replaces a llama3
+// rope.scaling.type). Errors: unsupported architecture
 // (kUnimplemented), a missing or inconsistent key (kNotFound /
-// kInvalidArgument, naming the key).
+// kInvalidArgument, naming the key), a rope_freqs.weight that is not f32
+// [n_rot / 2] with positive finite values (kInvalidArgument).
 Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf);
 
 }  // namespace tessera

@@ -76,6 +76,7 @@ Interpreter::Flow Interpreter::exec(const Node& node, const std::shared_ptr<Scop
         fn->name = node.text;
         fn->macro = &node;
         fn->closure = scope;
+        if (macro_scopes_.empty() || macro_scopes_.back() != scope) macro_scopes_.push_back(scope);
         scope->set(node.text, Value(std::move(fn)));
         return Flow::kNormal;
       }
@@ -309,7 +310,9 @@ Value Interpreter::call_macro(const Function& fn, const CallArgs& args) {
   if (call_depth_ >= kMaxCallDepth) fail_limit("macro calls nested too deeply");
   if (args.args.size() > m.params.size()) fail("macro '" + m.text + "' takes " + std::to_string(m.params.size()) +
                                                " arguments, got " + std::to_string(args.args.size()));
-  auto frame = std::make_shared<Scope>(fn.closure);
+  std::shared_ptr<Scope> closure = fn.closure.lock();
+  if (!closure) fail("macro '" + m.text + "' called after its scope ended");
+  auto frame = std::make_shared<Scope>(std::move(closure));
   for (size_t i = 0; i < m.params.size(); ++i) {
     const auto& [name, def] = m.params[i];
     const Value* kw = args.kwarg(name);

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "template/ast.h"
 #include "template/value.h"
@@ -63,6 +64,9 @@ class Interpreter {
 
   const Program& program_;
   std::shared_ptr<Scope> root_;
+  // Scopes that define macros; owned here so that macros can refer to them
+  // weakly (a scope holding a macro that held the scope would leak).
+  std::vector<std::shared_ptr<Scope>> macro_scopes_;
   std::string out_;
   int64_t steps_ = 0;
   int call_depth_ = 0;

@@ -59,8 +59,8 @@ struct CallArgs {
 struct Function {
   std::string name;
   std::function<Value(Interpreter&, const CallArgs&)> native;
-  const Node* macro = nullptr;     // owned by the parsed template
-  std::shared_ptr<Scope> closure;  // the scope the macro was defined in
+  const Node* macro = nullptr;   // owned by the parsed template
+  std::weak_ptr<Scope> closure;  // the scope the macro was defined in (kept alive by the Interpreter)
 };
 
 // Marks "no such variable/attribute"; `hint` names it for error messages.

@@ -105,6 +105,19 @@ int32_t BpeTokenizer::find_token(std::string_view text) const {
   return it == token_ids_.end() ? -1 : it->second;
 }
 
+std::vector<std::pair<std::string, std::string>> BpeTokenizer::ranked_merges() const {
+  std::vector<std::pair<int32_t, uint64_t>> by_rank;
+  by_rank.reserve(merges_.size());
+  for (const auto& [key, merge] : merges_) by_rank.emplace_back(merge.rank, key);
+  std::sort(by_rank.begin(), by_rank.end());
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(by_rank.size());
+  for (const auto& [rank, key] : by_rank) {
+    out.emplace_back(vocab_.tokens[static_cast<size_t>(key >> 32)], vocab_.tokens[static_cast<size_t>(key & 0xFFFFFFFFu)]);
+  }
+  return out;
+}
+
 const BpeTokenizer::Merge* BpeTokenizer::find_merge(int32_t left, int32_t right) const {
   if (left < 0 || right < 0) return nullptr;
   const auto it = merges_.find(pair_key(left, right));

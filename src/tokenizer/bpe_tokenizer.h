@@ -84,6 +84,13 @@ class BpeTokenizer final : public Tokenizer {
   size_t n_merges() const { return merges_.size(); }
   // Id of the token spelled `text` (any type), or -1.
   int32_t find_token(std::string_view text) const;
+  // The pre-tokenizer, decoder and flags this tokenizer was built with
+  // (GGUF export: model/convert_hf.h). config().merges is empty: the merges
+  // live in a lookup table, see ranked_merges().
+  const BpeConfig& config() const { return config_; }
+  // The merges that take part in tokenization, as token texts in rank order
+  // (for each pair of tokens the first-ranked merge of the list it was built from).
+  std::vector<std::pair<std::string, std::string>> ranked_merges() const;
 
  private:
   struct StringHash {

@@ -1,7 +1,7 @@
 #include "tokenizer/spm_tokenizer.h"
 
 #include <algorithm>
-#include <queue>
+#include <vector>
 #include <utility>
 
 #include "core/check.h"
@@ -94,6 +94,64 @@ SpmTokenizer::SpmTokenizer(Vocabulary vocab) : Tokenizer(std::move(vocab)) {
     const auto first = static_cast<uint8_t>(vocab_.tokens[static_cast<size_t>(id)][0]);
     user_defined_by_first_byte_[first].push_back(id);
   }
+  build_pair_table();
+}
+
+void SpmTokenizer::PairTable::build(const std::vector<std::pair<uint64_t, int32_t>>& entries) {
+  size_t capacity = 16;
+  shift_ = 60;
+  while (capacity < 2 * entries.size()) {
+    capacity *= 2;
+    --shift_;
+  }
+  mask_ = capacity - 1;
+  slots_.assign(capacity, Slot{});
+  for (const auto& [key, value] : entries) {
+    size_t i = hash(key);
+    while (slots_[i].key != kEmpty && slots_[i].key != key) i = (i + 1) & mask_;
+    slots_[i] = {key, value};
+  }
+}
+
+void SpmTokenizer::build_pair_table() {
+  int32_t next_key = n_vocab();
+  // Key of a piece of a token: its own id, a fresh private key for a single
+  // character, -1 for a multi-character non-token (never a symbol).
+  auto key_for = [&](std::string_view piece) -> int32_t {
+    const int32_t id = find_mergeable(piece);
+    if (id >= 0) return id;
+    if (utf8::char_length(piece) != piece.size()) return -1;
+    const auto [it, inserted] = char_keys_.emplace(std::string(piece), next_key);
+    if (inserted) ++next_key;
+    return it->second;
+  };
+  std::vector<std::pair<uint64_t, int32_t>> entries;
+  for (const auto& [text, id] : mergeable_) {
+    for (size_t k = 1; k < text.size(); ++k) {
+      const auto a = static_cast<uint8_t>(text[k - 1]);
+      const auto b = static_cast<uint8_t>(text[k]);
+      joinable_[a * 4u + (b >> 6u)] |= uint64_t{1} << (b & 63u);
+    }
+    for (size_t k = 1; k < text.size(); ++k) {
+      const std::string_view t(text);
+      const int32_t left = key_for(t.substr(0, k));
+      if (left < 0) continue;
+      const int32_t right = key_for(t.substr(k));
+      if (right >= 0) entries.emplace_back(PairTable::pack(left, right), id);
+    }
+  }
+  pair_merges_.build(entries);
+  for (int b = 0; b < 256; ++b) {
+    const char c = static_cast<char>(b);
+    byte_keys_[static_cast<size_t>(b)] = symbol_key(std::string_view(&c, 1));
+  }
+}
+
+int32_t SpmTokenizer::symbol_key(std::string_view text) const {
+  const int32_t id = find_mergeable(text);
+  if (id >= 0) return id;
+  const auto it = char_keys_.find(text);
+  return it == char_keys_.end() ? -1 : it->second;
 }
 
 int32_t SpmTokenizer::find_mergeable(std::string_view text) const {
@@ -154,7 +212,8 @@ void SpmTokenizer::append_bytes(std::string_view bytes, std::vector<int32_t>& ou
   }
 }
 
-void SpmTokenizer::encode_fragment(std::string_view text, std::vector<int32_t>& out) const {
+// Work buffers of encode_chunk(), reused across the chunks of a fragment.
+struct SpmTokenizer::Scratch {
   // Merge tree: leaves are characters; an inner node records the two nodes it
   // was merged from so that unused tokens can be split back.
   struct Node {
@@ -162,6 +221,7 @@ void SpmTokenizer::encode_fragment(std::string_view text, std::vector<int32_t>& 
     uint32_t length;
     int32_t left;
     int32_t right;
+    int32_t key;  // symbol_key() of the node's text
   };
   // Live symbols in text order, as a doubly linked list over slots.
   struct Symbol {
@@ -170,60 +230,96 @@ void SpmTokenizer::encode_fragment(std::string_view text, std::vector<int32_t>& 
     int32_t prev;
     int32_t next;
     int32_t node;
+    int32_t key;  // symbol_key() of the symbol's text
   };
   struct Candidate {
     float score;
     int32_t left;       // slot of the left symbol
     int32_t right;      // slot of the right symbol
     uint32_t length;    // combined byte length when queued (detects stale entries)
+    int32_t id;         // the merged token
   };
-  struct Lower {  // priority_queue is a max-heap: "lower" = lower score, or further right
+  struct Lower {  // std heaps are max-heaps: "lower" = lower score, or further right
     bool operator()(const Candidate& a, const Candidate& b) const {
       if (a.score != b.score) return a.score < b.score;
       return a.left > b.left;
     }
   };
 
-  TESSERA_CHECK(text.size() < UINT32_MAX);
+
   std::vector<Symbol> symbols;
   std::vector<Node> nodes;
-  symbols.reserve(text.size());
-  nodes.reserve(text.size() * 2);
+  std::vector<Candidate> heap;  // max-heap under Lower
+  std::vector<int32_t> stack;
+};
+
+void SpmTokenizer::encode_fragment(std::string_view text, std::vector<int32_t>& out) const {
+  // Split between two characters whose bytes (last of the left, first of the
+  // right) are adjacent in no mergeable token: no symbol can ever span such
+  // a boundary, so BPE on each side is independent and gives the same result.
+  TESSERA_CHECK(text.size() < UINT32_MAX);
+  Scratch scratch;
+  size_t chunk = 0;
   for (size_t pos = 0; pos < text.size();) {
-    const size_t len = utf8::char_length(text.substr(pos));
+    const auto b0 = static_cast<uint8_t>(text[pos]);
+    const size_t len = b0 < 0x80 ? 1 : utf8::char_length(text.substr(pos));
+    if (pos > chunk && !joinable(static_cast<uint8_t>(text[pos - 1]), b0)) {
+      encode_chunk(text.substr(chunk, pos - chunk), out, scratch);
+      chunk = pos;
+    }
+    pos += len;
+  }
+  if (chunk < text.size()) encode_chunk(text.substr(chunk), out, scratch);
+}
+
+void SpmTokenizer::encode_chunk(std::string_view text, std::vector<int32_t>& out, Scratch& scratch) const {
+  using Symbol = Scratch::Symbol;
+  using Node = Scratch::Node;
+  using Candidate = Scratch::Candidate;
+  std::vector<Symbol>& symbols = scratch.symbols;
+  std::vector<Node>& nodes = scratch.nodes;
+  std::vector<Candidate>& heap = scratch.heap;
+  symbols.clear();
+  nodes.clear();
+  heap.clear();
+  for (size_t pos = 0; pos < text.size();) {
+    const auto b0 = static_cast<uint8_t>(text[pos]);
+    const size_t len = b0 < 0x80 ? 1 : utf8::char_length(text.substr(pos));
+    const int32_t key = len == 1 ? byte_keys_[b0] : symbol_key(text.substr(pos, len));
     const auto slot = static_cast<int32_t>(symbols.size());
-    nodes.push_back({static_cast<uint32_t>(pos), static_cast<uint32_t>(len), -1, -1});
+    nodes.push_back({static_cast<uint32_t>(pos), static_cast<uint32_t>(len), -1, -1, key});
     symbols.push_back({static_cast<uint32_t>(pos), static_cast<uint32_t>(len), slot - 1, slot + 1,
-                       static_cast<int32_t>(nodes.size() - 1)});
+                       static_cast<int32_t>(nodes.size() - 1), key});
     pos += len;
   }
   if (symbols.empty()) return;
   symbols.back().next = -1;
 
-  std::vector<Candidate> heap_storage;
-  heap_storage.reserve(symbols.size());
-  std::priority_queue<Candidate, std::vector<Candidate>, Lower> queue(Lower{}, std::move(heap_storage));
+  const Scratch::Lower lower;
   auto try_pair = [&](int32_t left, int32_t right) {
     if (left < 0 || right < 0) return;
     const Symbol& l = symbols[static_cast<size_t>(left)];
     const Symbol& r = symbols[static_cast<size_t>(right)];
-    const uint32_t length = l.length + r.length;
-    const int32_t id = find_mergeable(text.substr(l.offset, length));
+    if (l.key < 0 || r.key < 0) return;
+    const int32_t id = pair_merges_.find(l.key, r.key);
     if (id < 0) return;
-    queue.push({vocab_.scores[static_cast<size_t>(id)], left, right, length});
+    heap.push_back({vocab_.scores[static_cast<size_t>(id)], left, right, l.length + r.length, id});
+    std::push_heap(heap.begin(), heap.end(), lower);
   };
   for (size_t i = 1; i < symbols.size(); ++i) try_pair(static_cast<int32_t>(i - 1), static_cast<int32_t>(i));
 
-  while (!queue.empty()) {
-    const Candidate c = queue.top();
-    queue.pop();
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), lower);
+    const Candidate c = heap.back();
+    heap.pop_back();
     Symbol& l = symbols[static_cast<size_t>(c.left)];
     Symbol& r = symbols[static_cast<size_t>(c.right)];
     // Lengths only grow, so unchanged lengths mean both symbols are as queued.
     if (l.length == 0 || r.length == 0 || l.next != c.right || l.length + r.length != c.length) continue;
-    nodes.push_back({l.offset, c.length, l.node, r.node});
+    nodes.push_back({l.offset, c.length, l.node, r.node, c.id});
     l.node = static_cast<int32_t>(nodes.size() - 1);
     l.length = c.length;
+    l.key = c.id;
     l.next = r.next;
     r.length = 0;
     if (r.next >= 0) symbols[static_cast<size_t>(r.next)].prev = c.left;
@@ -231,14 +327,14 @@ void SpmTokenizer::encode_fragment(std::string_view text, std::vector<int32_t>& 
     try_pair(c.left, l.next);
   }
 
-  std::vector<int32_t> stack;
+  std::vector<int32_t>& stack = scratch.stack;
   for (int32_t s = 0; s >= 0; s = symbols[static_cast<size_t>(s)].next) {
     stack.push_back(symbols[static_cast<size_t>(s)].node);
     while (!stack.empty()) {
       const Node node = nodes[static_cast<size_t>(stack.back())];
       stack.pop_back();
       const std::string_view piece = text.substr(node.offset, node.length);
-      const int32_t id = find_mergeable(piece);
+      const int32_t id = node.key < n_vocab() ? node.key : -1;
       if (id >= 0 && vocab_.types[static_cast<size_t>(id)] != TokenType::kUnused) {
         out.push_back(id);
       } else if (node.left >= 0) {

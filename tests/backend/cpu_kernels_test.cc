@@ -65,6 +65,16 @@ float call_dot(const Kernels& k, DType t, const Row& w, const std::vector<float>
     case DType::kQ4_0:
       return k.dot_q4_0(reinterpret_cast<const BlockQ4_0*>(w.bytes.data()),
                         reinterpret_cast<const BlockQ8_0*>(xq.data()), n);
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kQ8_K:
+      break;  // quant_kernels_test.cc
   }
   return 0;
 }
@@ -110,6 +120,16 @@ void call_dot_rows(const Kernels& k, DType t, const uint8_t* w, int64_t stride, 
     case DType::kBF16: return k.dot_rows_bf16(reinterpret_cast<const uint16_t*>(w), stride, x.data(), n, out);
     case DType::kQ8_0: return k.dot_rows_q8_0(reinterpret_cast<const BlockQ8_0*>(w), stride, q, n, out);
     case DType::kQ4_0: return k.dot_rows_q4_0(reinterpret_cast<const BlockQ4_0*>(w), stride, q, n, out);
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kQ8_K:
+      break;  // single-row kernels only (quant_kernels_test.cc)
   }
 }
 

@@ -18,9 +18,11 @@ namespace {
 using testing::isa_label;
 using testing::random_floats;
 
-const DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
+// Every weight type (Q8_K is an activation format only).
+const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
+                        DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
 
-bool is_quant(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0; }
+bool is_quant(DType t) { return dtype_is_quantized(t); }
 
 struct Matrix {
   std::vector<uint8_t> bytes;  // [rows, row_bytes]
@@ -48,19 +50,21 @@ TEST(Matmul, MatchesDoublePrecisionReference) {
   for (int threads : {1, 2, 3}) pools.push_back(std::make_unique<ThreadPool>(threads));
   uint32_t seed = 100;
   for (DType t : kTypes) {
-    for (int64_t cols : {int64_t{64}, int64_t{96}, int64_t{33}}) {
-      if (is_quant(t) && cols % 32 != 0) continue;
+    for (int64_t cols : {int64_t{64}, int64_t{96}, int64_t{33}, int64_t{256}}) {
+      // K-quants need 256-element rows; the other types keep the small shapes.
+      if (cols % dtype_block_elems(t) != 0 || (cols == 256 && !dtype_is_k_quant(t))) continue;
       for (int64_t rows : {1, 7, 37, 50}) {
         const Matrix m = make_matrix(t, rows, cols, seed++);
         for (int64_t n_tokens : {1, 3, 17}) {
           const std::vector<float> x = random_floats(n_tokens * cols, seed++, 2.0f);  // [n_tokens, cols]
-          // The reference sees x as the kernel does: quantized for Q8_0/Q4_0.
+          // The reference sees x as the kernel does: quantized to Q8_0 / Q8_K.
           std::vector<float> xr = x;
           if (is_quant(t)) {
+            const DType act = dtype_vec_dot_type(t);
             for (int64_t tk = 0; tk < n_tokens; ++tk) {
-              std::vector<BlockQ8_0> q(static_cast<size_t>(cols / 32));
-              quantize_row_q8_0_ref(x.data() + tk * cols, q.data(), cols);
-              dequantize_row_q8_0_ref(q.data(), xr.data() + tk * cols, cols);
+              std::vector<uint8_t> q(dtype_row_bytes(act, cols));
+              quantize_row(act, x.data() + tk * cols, q.data(), cols);
+              dequantize_row(act, q.data(), xr.data() + tk * cols, cols);
             }
           }
           std::vector<double> expect(static_cast<size_t>(n_tokens * rows));  // [n_tokens, rows]

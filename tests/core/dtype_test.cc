@@ -57,12 +57,32 @@ TEST(DType, SizesAndGgmlIds) {
   EXPECT_EQ(dtype_row_bytes(DType::kQ8_0, 64), 68u);
   EXPECT_EQ(dtype_row_bytes(DType::kQ4_0, 64), 36u);
   EXPECT_EQ(dtype_row_bytes(DType::kBF16, 10), 20u);
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+  for (DType t : kAllDTypes) {
     EXPECT_EQ(dtype_from_ggml(dtype_to_ggml(t)), t);
     EXPECT_EQ(dtype_from_name(dtype_name(t)), t);
   }
-  EXPECT_FALSE(dtype_from_ggml(12).has_value());  // q4_k: not yet
+  EXPECT_FALSE(dtype_from_ggml(16).has_value());  // iq2_xxs: not supported
   EXPECT_STREQ(ggml_type_name(12), "q4_k");
+  // Block sizes and ggml ids from ggml-common.h / the GGUF spec.
+  struct Expect {
+    DType t;
+    uint32_t ggml;
+    int elems;
+    size_t bytes;
+  };
+  const Expect expect[] = {{DType::kQ4_1, 3, 32, 20},   {DType::kQ5_0, 6, 32, 22},   {DType::kQ5_1, 7, 32, 24},
+                           {DType::kQ2_K, 10, 256, 84}, {DType::kQ3_K, 11, 256, 110}, {DType::kQ4_K, 12, 256, 144},
+                           {DType::kQ5_K, 13, 256, 176}, {DType::kQ6_K, 14, 256, 210}, {DType::kQ8_K, 15, 256, 292}};
+  for (const Expect& e : expect) {
+    SCOPED_TRACE(dtype_name(e.t));
+    EXPECT_EQ(dtype_to_ggml(e.t), e.ggml);
+    EXPECT_STREQ(dtype_name(e.t), ggml_type_name(e.ggml));
+    EXPECT_EQ(dtype_block_elems(e.t), e.elems);
+    EXPECT_EQ(dtype_block_bytes(e.t), e.bytes);
+  }
+  EXPECT_EQ(dtype_vec_dot_type(DType::kQ5_1), DType::kQ8_0);
+  EXPECT_EQ(dtype_vec_dot_type(DType::kQ6_K), DType::kQ8_K);
+  EXPECT_EQ(dtype_vec_dot_type(DType::kBF16), DType::kF32);
 }
 
 }  // namespace

@@ -178,7 +178,7 @@ TEST(GgufReader, KnowsEveryStandardGgmlTypeLayout) {
     EXPECT_EQ(l->block_bytes, row.bytes) << ggml_type_name(row.id);
   }
   // The layouts agree with tessera's own types.
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+  for (DType t : kAllDTypes) {
     const std::optional<GgmlTypeLayout> l = ggml_type_layout(dtype_to_ggml(t));
     ASSERT_TRUE(l.has_value());
     EXPECT_EQ(l->block_elems, dtype_block_elems(t));
@@ -189,7 +189,7 @@ TEST(GgufReader, KnowsEveryStandardGgmlTypeLayout) {
   EXPECT_FALSE(ggml_type_layout(1000).has_value());
 }
 
-TEST(GgufReader, ListsKQuantAndIntegerTensorsWithoutDType) {
+TEST(GgufReader, ListsKQuantAndIntegerTensors) {
   RawGguf raw;
   raw.header(4, 0)
       .tensor("q4k", {512, 2}, 12, 0)     // 4 blocks of 144 bytes
@@ -201,8 +201,9 @@ TEST(GgufReader, ListsKQuantAndIntegerTensorsWithoutDType) {
   const Result<GgufFile> r = parse_bytes(raw.bytes());
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->tensors()[0].n_bytes, 576u);
-  EXPECT_FALSE(r->tensors()[0].dtype.has_value());
+  EXPECT_EQ(r->tensors()[0].dtype, DType::kQ4_K);  // K-quants load as is (issue #7)
   EXPECT_EQ(r->tensors()[1].n_bytes, 210u);
+  EXPECT_EQ(r->tensors()[1].dtype, DType::kQ6_K);
   EXPECT_EQ(r->tensors()[2].n_bytes, 12u);
   EXPECT_FALSE(r->tensors()[2].dtype.has_value());
   EXPECT_EQ(r->tensors()[3].n_bytes, 68u);

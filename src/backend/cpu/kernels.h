@@ -21,6 +21,25 @@ enum class RopeStyle { kNorm, kNeox };
 // Weight rows per Kernels::dot_rows_* call.
 inline constexpr int kDotRows = 4;
 
+// Integer dot products of the formats added for quantization (issue #7),
+// one set per ISA (kernels_quant_*.cc). The 32-element formats pair with Q8_0
+// activations, the K-quants with Q8_K (dtype_vec_dot_type); n must be a
+// multiple of the weight's block size. SIMD results agree with the scalar
+// set to f32 rounding (the integer sums are exact; only the order of the
+// float accumulation differs).
+struct QuantKernels {
+  float (*dot_q4_1)(const BlockQ4_1* w, const BlockQ8_0* x, int64_t n);
+  float (*dot_q5_0)(const BlockQ5_0* w, const BlockQ8_0* x, int64_t n);
+  float (*dot_q5_1)(const BlockQ5_1* w, const BlockQ8_0* x, int64_t n);
+  float (*dot_q2_k)(const BlockQ2_K* w, const BlockQ8_K* x, int64_t n);
+  float (*dot_q3_k)(const BlockQ3_K* w, const BlockQ8_K* x, int64_t n);
+  float (*dot_q4_k)(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n);
+  float (*dot_q5_k)(const BlockQ5_K* w, const BlockQ8_K* x, int64_t n);
+  float (*dot_q6_k)(const BlockQ6_K* w, const BlockQ8_K* x, int64_t n);
+  // x[n] -> y[n/256]; bit-identical to quantize_row_q8_k_ref on every ISA.
+  void (*quantize_row_q8_k)(const float* x, BlockQ8_K* y, int64_t n);
+};
+
 struct Kernels {
   Isa isa;
 
@@ -64,6 +83,9 @@ struct Kernels {
 
   // Sum of x[n]: the read loop of the memory-bandwidth probe (bandwidth.h).
   float (*sum_f32)(const float* x, int64_t n);
+
+  // Dot products of the remaining block formats (see QuantKernels).
+  const QuantKernels* quant;
 };
 
 // The table for `isa`; isa must be in supported_isas().

@@ -399,6 +399,7 @@ const Kernels& avx2_kernels() {
       .softmax = softmax,
       .rope = rope_scalar,
       .sum_f32 = sum_f32,
+      .quant = &kQuantAvx2,
   };
   return k;
 }

@@ -363,6 +363,7 @@ const Kernels& avx512_kernels() {
       .softmax = softmax,
       .rope = rope_scalar,
       .sum_f32 = sum_f32,
+      .quant = &kQuantAvx512,
   };
   return k;
 }

@@ -14,6 +14,14 @@ const Kernels& scalar_kernels();
 const Kernels& avx2_kernels();
 const Kernels& avx512_kernels();
 
+// Per-ISA QuantKernels sets (kernels_quant_scalar.cc, kernels_quant_avx2.cc,
+// kernels_quant_avx512.cc), referenced by address from the tables above.
+extern const QuantKernels kQuantScalar;
+extern const QuantKernels kQuantAvx2;
+extern const QuantKernels kQuantAvx512;
+// The Q8_K activation quantizer every table uses (kernels_quant_scalar.cc).
+void quantize_row_q8_k_scalar(const float* x, BlockQ8_K* y, int64_t n);
+
 // Scalar entries that the SIMD tables share because they gain little from
 // vectorisation (rope's cost is dominated by sin/cos, computed once per pair).
 void rope_scalar(float* x, int n_heads, int head_dim, int n_rot, int32_t pos, const float* inv_freq,

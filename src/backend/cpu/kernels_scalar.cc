@@ -167,6 +167,7 @@ const Kernels& scalar_kernels() {
       .softmax = softmax,
       .rope = rope_scalar,
       .sum_f32 = sum_f32,
+      .quant = &kQuantScalar,
   };
   return k;
 }

@@ -32,6 +32,15 @@ void KvBuffer::store(const Kernels& kernels, int layer, int64_t slot, const floa
     case DType::kBF16:
     case DType::kQ8_0:
     case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kQ8_K:
       quantize_row(spec_.dtype, k, this->k(layer, slot), row_elems_);
       quantize_row(spec_.dtype, v, this->v(layer, slot), row_elems_);
       return;

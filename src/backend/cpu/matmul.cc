@@ -2,12 +2,27 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
 
 #include "core/check.h"
 
 namespace tessera::cpu {
 
 namespace {
+
+// Argument types of a dot-product function pointer (for the null dot_rows
+// of formats that only have a single-row kernel).
+template <typename F>
+struct DotArgs;
+template <typename W, typename X>
+struct DotArgs<float (*)(const W*, const X*, int64_t)> {
+  using First = const W*;
+  using Second = const X*;
+};
+template <typename F>
+using first_arg_t = typename DotArgs<F>::First;
+template <typename F>
+using second_arg_t = typename DotArgs<F>::Second;
 
 // Weight rows per prefill tile: small enough that the tile stays in L2
 // (1 MiB per core on Zen 4, 256 KiB on older parts) while every token's
@@ -52,20 +67,26 @@ void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float
   if (n_tokens <= 0 || w.rows <= 0) return;
   const int64_t cols = w.cols;
   const int64_t rows = w.rows;
-  const bool quantized = w.dtype == DType::kQ8_0 || w.dtype == DType::kQ4_0;
-  TESSERA_CHECK(!quantized || cols % kQuantBlockElems == 0);
+  const DType act = dtype_vec_dot_type(w.dtype);  // activation format of the dot product
+  const bool quantized = act != DType::kF32;
+  TESSERA_CHECK(w.dtype != DType::kQ8_K);  // an activation format, never a weight
+  TESSERA_CHECK(!quantized || cols % dtype_block_elems(w.dtype) == 0);
 
   const auto* xb = reinterpret_cast<const uint8_t*>(x);
   size_t x_row_bytes = static_cast<size_t>(cols) * sizeof(float);
   if (quantized) {
-    x_row_bytes = dtype_row_bytes(DType::kQ8_0, cols);
+    x_row_bytes = dtype_row_bytes(act, cols);
     const size_t need = x_row_bytes * static_cast<size_t>(n_tokens);
     if (scratch.size() < need) scratch.resize(need);
-    uint8_t* q = scratch.data();
+    uint8_t* q = scratch.data();  // [n_tokens, x_row_bytes]
     auto quantize = [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
-        k.quantize_row_q8_0(x + t * cols, reinterpret_cast<BlockQ8_0*>(q + static_cast<size_t>(t) * x_row_bytes),
-                            cols);
+        uint8_t* qt = q + static_cast<size_t>(t) * x_row_bytes;
+        if (act == DType::kQ8_K) {
+          k.quant->quantize_row_q8_k(x + t * cols, reinterpret_cast<BlockQ8_K*>(qt), cols);
+        } else {
+          k.quantize_row_q8_0(x + t * cols, reinterpret_cast<BlockQ8_0*>(qt), cols);
+        }
       }
     };
     // One row costs about as much as a thread wake-up; only fan out for batches.
@@ -84,10 +105,16 @@ void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float
   // come from cache (prefill tiles). Measured on Zen 4, streaming quantized
   // rows from DRAM one at a time is faster: their Q8_0 x row is small and
   // stays in L1 anyway. Either choice gives bit-identical results.
-  const bool group_rows = !quantized || n_tokens > 1;
+  const bool multi_row_kernel = w.dtype == DType::kQ8_0 || w.dtype == DType::kQ4_0 || !quantized;
+  const bool group_rows = multi_row_kernel && (!quantized || n_tokens > 1);
   auto body = [&](int64_t r0, int64_t r1) {
     auto run = [&](auto dot, auto dot_rows) {
       compute_rows(dot, dot_rows, wb, w_row_bytes, xb, x_row_bytes, cols, rows, n_tokens, y, r0, r1, group_rows);
+    };
+    // Formats without a multi-row kernel: one dot product per row.
+    auto run_single = [&](auto dot) {
+      using Dot = decltype(dot);
+      run(dot, static_cast<void (*)(first_arg_t<Dot>, int64_t, second_arg_t<Dot>, int64_t, float*)>(nullptr));
     };
     switch (w.dtype) {
       case DType::kF32: run(k.dot_f32, k.dot_rows_f32); break;
@@ -95,6 +122,15 @@ void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float
       case DType::kBF16: run(k.dot_bf16, k.dot_rows_bf16); break;
       case DType::kQ8_0: run(k.dot_q8_0, k.dot_rows_q8_0); break;
       case DType::kQ4_0: run(k.dot_q4_0, k.dot_rows_q4_0); break;
+      case DType::kQ4_1: run_single(k.quant->dot_q4_1); break;
+      case DType::kQ5_0: run_single(k.quant->dot_q5_0); break;
+      case DType::kQ5_1: run_single(k.quant->dot_q5_1); break;
+      case DType::kQ2_K: run_single(k.quant->dot_q2_k); break;
+      case DType::kQ3_K: run_single(k.quant->dot_q3_k); break;
+      case DType::kQ4_K: run_single(k.quant->dot_q4_k); break;
+      case DType::kQ5_K: run_single(k.quant->dot_q5_k); break;
+      case DType::kQ6_K: run_single(k.quant->dot_q6_k); break;
+      case DType::kQ8_K: break;  // rejected above
     }
   };
 

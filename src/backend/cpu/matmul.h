@@ -3,7 +3,7 @@
 //
 // Batch invariance: every output y[t, r] is exactly one call of the kernel
 // table's dot product for W's dtype on (W row r, activation row t), with the
-// activation row quantized to Q8_0 by the same kernel for Q8_0/Q4_0 weights.
+// activation row quantized to Q8_0 / Q8_K by the same kernel for quantized weights.
 // How rows are split over threads and how tokens are tiled only changes the
 // order in which these independent dot products run, never their arithmetic,
 // so y[t, :] is bit-identical whether token t is computed alone or inside a
@@ -30,9 +30,11 @@ struct MatrixView {
 
 // y[n_tokens, rows] = x[n_tokens, cols] · Wᵀ, f32 in/out. Multi-threaded over
 // pool by contiguous chunks of output rows, so decode reads each weight row
-// once per call. For Q8_0/Q4_0 weights (cols % 32 == 0) the activations are
-// quantized to Q8_0 once per row of x into `scratch` (grown as needed, never
-// shrunk, so a caller can reuse one buffer across calls).
+// once per call. For quantized weights (cols a multiple of the block size)
+// the activations are quantized once per row of x to the weight's
+// dtype_vec_dot_type (Q8_0 for 32-element formats, Q8_K for K-quants) into
+// `scratch` (grown as needed, never shrunk, so a caller can reuse one buffer
+// across calls). Q8_K is an activation format and not accepted as weights.
 void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float* x, int64_t n_tokens, float* y,
             std::vector<uint8_t>& scratch);
 

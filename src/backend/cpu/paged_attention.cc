@@ -23,7 +23,16 @@ float dot_key(const Kernels& k, DType t, const void* key, const float* q, int64_
     case DType::kBF16: return k.dot_bf16(static_cast<const uint16_t*>(key), q, n);
     case DType::kF32:
     case DType::kQ8_0:
-    case DType::kQ4_0: break;
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kQ8_K: break;
   }
   return k.dot_f32(static_cast<const float*>(key), q, n);
 }
@@ -39,7 +48,16 @@ void add_value(const Kernels& k, DType t, float p, const void* value, float* out
     }
     case DType::kF32:
     case DType::kQ8_0:
-    case DType::kQ4_0: break;
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kQ8_K: break;
   }
   const auto* v = static_cast<const float*>(value);
   for (int64_t i = 0; i < n; ++i) out[i] += p * v[i];

@@ -1,0 +1,296 @@
+// Reference K-quants (Q2_K..Q6_K) and the Q8_K activation format. Layouts:
+// core/dtype.h, following ggml/src/ggml-common.h (block_q*_K) and the
+// dequantize_row_q*_K functions of ggml-quants.c. Dequantization is written
+// per element from the layout description, which makes it independent of
+// the loop structure ggml uses. Quantization is the simple min/max scheme
+// described in quant_ref.h, not llama.cpp's iterative search.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/quant_ref.h"
+
+namespace tessera {
+
+namespace {
+
+constexpr int kQk = kSuperBlockElems;
+
+int clamp_i(long v, int lo, int hi) { return static_cast<int>(v < lo ? lo : (v > hi ? hi : v)); }
+
+// 2-bit field of element e in a 64-byte qs array shared by Q2_K and Q3_K:
+// element 128h + 32c + l sits in bits 2c..2c+1 of qs[32h + l].
+int q2_bits(const uint8_t* qs, int e) { return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3; }
+void set_q2_bits(uint8_t* qs, int e, int v) {
+  qs[32 * (e / 128) + e % 32] |= static_cast<uint8_t>((v & 3) << (2 * ((e % 128) / 32)));
+}
+// Q3_K's third bit of element e: bit 4h + c of hmask[l].
+int q3_hbit(const uint8_t* hmask, int e) { return (hmask[e % 32] >> (4 * (e / 128) + (e % 128) / 32)) & 1; }
+// Q4_K/Q5_K nibble of element e: low nibble of qs[32p + l] for e = 64p + l,
+// high nibble for e = 64p + 32 + l.
+int q4_nibble(const uint8_t* qs, int e) {
+  const uint8_t b = qs[32 * (e / 64) + e % 32];
+  return (e % 64) < 32 ? (b & 15) : (b >> 4);
+}
+void set_q4_nibble(uint8_t* qs, int e, int v) {
+  qs[32 * (e / 64) + e % 32] |= static_cast<uint8_t>((v & 15) << ((e % 64) < 32 ? 0 : 4));
+}
+// Q6_K's 6-bit value of element e = 128h + 32c + l.
+int q6_value(const uint8_t* ql, const uint8_t* qh, int e) {
+  const int h = e / 128, c = (e % 128) / 32, l = e % 32;
+  const int low = (ql[64 * h + 32 * (c & 1) + l] >> (4 * (c >> 1))) & 15;
+  return low | ((qh[32 * h + l] >> (2 * c)) & 3) << 4;
+}
+void set_q6_value(uint8_t* ql, uint8_t* qh, int e, int v) {
+  const int h = e / 128, c = (e % 128) / 32, l = e % 32;
+  ql[64 * h + 32 * (c & 1) + l] |= static_cast<uint8_t>((v & 15) << (4 * (c >> 1)));
+  qh[32 * h + l] |= static_cast<uint8_t>(((v >> 4) & 3) << (2 * c));
+}
+
+// Asymmetric sub-blocks: for each of n_sub sub-blocks of `len` elements,
+// scale = (max - min) / levels and mn = -min with min <= 0. Then 6-bit (or
+// 4-bit, code_max) codes for scales and mins against super-block d, dmin,
+// rounded through f16 as stored, and the element values u in 0..levels.
+struct Affine {
+  uint16_t d, dmin;
+  uint8_t sc[16], m[16];
+  uint8_t u[kQk];
+};
+Affine quantize_affine(const float* x, int n_sub, int levels, int code_max) {
+  const int len = kQk / n_sub;
+  float scale[16], mins[16];
+  float max_scale = 0.0f, max_min = 0.0f;
+  for (int j = 0; j < n_sub; ++j) {
+    float mn = 0.0f, mx = x[j * len];
+    for (int i = 0; i < len; ++i) {
+      mn = std::fmin(mn, x[j * len + i]);
+      mx = std::fmax(mx, x[j * len + i]);
+    }
+    scale[j] = std::fmax(0.0f, (mx - mn) / static_cast<float>(levels));
+    mins[j] = -mn;
+    max_scale = std::fmax(max_scale, scale[j]);
+    max_min = std::fmax(max_min, mins[j]);
+  }
+  Affine a{};
+  a.d = fp32_to_fp16(max_scale / static_cast<float>(code_max));
+  a.dmin = fp32_to_fp16(max_min / static_cast<float>(code_max));
+  const float d = fp16_to_fp32(a.d), dmin = fp16_to_fp32(a.dmin);
+  for (int j = 0; j < n_sub; ++j) {
+    a.sc[j] = static_cast<uint8_t>(d > 0 ? clamp_i(std::lround(scale[j] / d), 0, code_max) : 0);
+    a.m[j] = static_cast<uint8_t>(dmin > 0 ? clamp_i(std::lround(mins[j] / dmin), 0, code_max) : 0);
+    const float dl = d * a.sc[j], ml = dmin * a.m[j];
+    const float idl = dl != 0.0f ? 1.0f / dl : 0.0f;
+    for (int i = 0; i < len; ++i) {
+      a.u[j * len + i] = static_cast<uint8_t>(clamp_i(std::lround((x[j * len + i] + ml) * idl), 0, levels));
+    }
+  }
+  return a;
+}
+
+// Symmetric sub-blocks of 16 with signed integer scales in [-code_max,
+// code_max]: sub-block scale = m / -half (m the element of largest
+// magnitude), values q in [-half, half - 1] stored as q + half.
+struct Symmetric {
+  uint16_t d;
+  int sc[16];
+  uint8_t u[kQk];
+};
+Symmetric quantize_symmetric(const float* x, int half, int code_max) {
+  float scale[16];
+  float max_abs = 0.0f;
+  for (int j = 0; j < 16; ++j) {
+    float amax = 0.0f, m = 0.0f;
+    for (int i = 0; i < 16; ++i) {
+      if (std::fabs(x[16 * j + i]) > amax) {
+        amax = std::fabs(x[16 * j + i]);
+        m = x[16 * j + i];
+      }
+    }
+    scale[j] = m / static_cast<float>(-half);
+    max_abs = std::fmax(max_abs, std::fabs(scale[j]));
+  }
+  Symmetric s{};
+  s.d = fp32_to_fp16(max_abs / static_cast<float>(code_max));
+  const float d = fp16_to_fp32(s.d);
+  for (int j = 0; j < 16; ++j) {
+    s.sc[j] = d > 0 ? clamp_i(std::lround(scale[j] / d), -code_max, code_max) : 0;
+    const float dl = d * static_cast<float>(s.sc[j]);
+    const float idl = dl != 0.0f ? 1.0f / dl : 0.0f;
+    for (int i = 0; i < 16; ++i) {
+      s.u[16 * j + i] = static_cast<uint8_t>(clamp_i(std::lround(x[16 * j + i] * idl), -half, half - 1) + half);
+    }
+  }
+  return s;
+}
+
+// Inverse of q4k_scale_min: packs 8 six-bit scales and mins into 12 bytes.
+void pack_scale_min_k4(const uint8_t* sc, const uint8_t* m, uint8_t* out) {
+  for (int j = 0; j < 4; ++j) {
+    out[j] = static_cast<uint8_t>(sc[j] | (sc[j + 4] >> 4) << 6);
+    out[j + 4] = static_cast<uint8_t>(m[j] | (m[j + 4] >> 4) << 6);
+    out[j + 8] = static_cast<uint8_t>((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
+  }
+}
+
+}  // namespace
+
+void q4k_scale_min(int j, const uint8_t* scales, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = scales[j] & 63;
+    *m = scales[j + 4] & 63;
+  } else {
+    *sc = static_cast<uint8_t>((scales[j + 4] & 15) | (scales[j - 4] >> 6) << 4);
+    *m = static_cast<uint8_t>((scales[j + 4] >> 4) | (scales[j] >> 6) << 4);
+  }
+}
+
+int q3k_scale(int j, const uint8_t* scales) {
+  const int low = j < 8 ? (scales[j] & 15) : (scales[j - 8] >> 4);
+  const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return low | high << 4;
+}
+
+void quantize_row_q2_k_ref(const float* x, BlockQ2_K* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQk; ++b) {
+    const Affine a = quantize_affine(x + b * kQk, 16, 3, 15);
+    std::memset(&y[b], 0, sizeof(BlockQ2_K));
+    y[b].d = a.d;
+    y[b].dmin = a.dmin;
+    for (int j = 0; j < 16; ++j) y[b].scales[j] = static_cast<uint8_t>(a.sc[j] | a.m[j] << 4);
+    for (int e = 0; e < kQk; ++e) set_q2_bits(y[b].qs, e, a.u[e]);
+  }
+}
+
+void quantize_row_q3_k_ref(const float* x, BlockQ3_K* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQk; ++b) {
+    const Symmetric s = quantize_symmetric(x + b * kQk, 4, 31);
+    std::memset(&y[b], 0, sizeof(BlockQ3_K));
+    y[b].d = s.d;
+    for (int j = 0; j < 16; ++j) {
+      const int code = s.sc[j] + 32;
+      if (j < 8) {
+        y[b].scales[j] |= static_cast<uint8_t>(code & 15);
+      } else {
+        y[b].scales[j - 8] |= static_cast<uint8_t>((code & 15) << 4);
+      }
+      y[b].scales[8 + j % 4] |= static_cast<uint8_t>((code >> 4) << (2 * (j / 4)));
+    }
+    for (int e = 0; e < kQk; ++e) {
+      set_q2_bits(y[b].qs, e, s.u[e] & 3);
+      y[b].hmask[e % 32] |= static_cast<uint8_t>((s.u[e] >> 2) << (4 * (e / 128) + (e % 128) / 32));
+    }
+  }
+}
+
+void quantize_row_q4_k_ref(const float* x, BlockQ4_K* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQk; ++b) {
+    const Affine a = quantize_affine(x + b * kQk, 8, 15, 63);
+    std::memset(&y[b], 0, sizeof(BlockQ4_K));
+    y[b].d = a.d;
+    y[b].dmin = a.dmin;
+    pack_scale_min_k4(a.sc, a.m, y[b].scales);
+    for (int e = 0; e < kQk; ++e) set_q4_nibble(y[b].qs, e, a.u[e]);
+  }
+}
+
+void quantize_row_q5_k_ref(const float* x, BlockQ5_K* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQk; ++b) {
+    const Affine a = quantize_affine(x + b * kQk, 8, 31, 63);
+    std::memset(&y[b], 0, sizeof(BlockQ5_K));
+    y[b].d = a.d;
+    y[b].dmin = a.dmin;
+    pack_scale_min_k4(a.sc, a.m, y[b].scales);
+    for (int e = 0; e < kQk; ++e) {
+      set_q4_nibble(y[b].qs, e, a.u[e] & 15);
+      y[b].qh[e % 32] |= static_cast<uint8_t>((a.u[e] >> 4) << (e / 32));
+    }
+  }
+}
+
+void quantize_row_q6_k_ref(const float* x, BlockQ6_K* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQk; ++b) {
+    const Symmetric s = quantize_symmetric(x + b * kQk, 32, 127);
+    std::memset(&y[b], 0, sizeof(BlockQ6_K));
+    y[b].d = s.d;
+    for (int j = 0; j < 16; ++j) y[b].scales[j] = static_cast<int8_t>(s.sc[j]);
+    for (int e = 0; e < kQk; ++e) set_q6_value(y[b].ql, y[b].qh, e, s.u[e]);
+  }
+}
+
+void quantize_row_q8_k_ref(const float* x, BlockQ8_K* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQk; ++b) {
+    const float* xb = x + b * kQk;
+    float amax = 0.0f;
+    for (int i = 0; i < kQk; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = d;
+    for (int i = 0; i < kQk; ++i) y[b].qs[i] = static_cast<int8_t>(clamp_i(std::lround(xb[i] * id), -127, 127));
+    for (int j = 0; j < 16; ++j) {
+      int sum = 0;
+      for (int i = 0; i < 16; ++i) sum += y[b].qs[16 * j + i];
+      y[b].bsums[j] = static_cast<int16_t>(sum);
+    }
+  }
+}
+
+void dequantize_row_q2_k_ref(const BlockQ2_K* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQk; ++b) {
+    const float d = fp16_to_fp32(x[b].d), dmin = fp16_to_fp32(x[b].dmin);
+    for (int e = 0; e < kQk; ++e) {
+      const uint8_t sc = x[b].scales[e / 16];
+      y[b * kQk + e] = d * static_cast<float>(sc & 15) * static_cast<float>(q2_bits(x[b].qs, e)) -
+                       dmin * static_cast<float>(sc >> 4);
+    }
+  }
+}
+
+void dequantize_row_q3_k_ref(const BlockQ3_K* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQk; ++b) {
+    const float d = fp16_to_fp32(x[b].d);
+    for (int e = 0; e < kQk; ++e) {
+      const int q = q2_bits(x[b].qs, e) + 4 * q3_hbit(x[b].hmask, e) - 4;
+      y[b * kQk + e] = d * static_cast<float>(q3k_scale(e / 16, x[b].scales) - 32) * static_cast<float>(q);
+    }
+  }
+}
+
+void dequantize_row_q4_k_ref(const BlockQ4_K* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQk; ++b) {
+    const float d = fp16_to_fp32(x[b].d), dmin = fp16_to_fp32(x[b].dmin);
+    for (int e = 0; e < kQk; ++e) {
+      uint8_t sc, m;
+      q4k_scale_min(e / 32, x[b].scales, &sc, &m);
+      y[b * kQk + e] = d * sc * static_cast<float>(q4_nibble(x[b].qs, e)) - dmin * m;
+    }
+  }
+}
+
+void dequantize_row_q5_k_ref(const BlockQ5_K* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQk; ++b) {
+    const float d = fp16_to_fp32(x[b].d), dmin = fp16_to_fp32(x[b].dmin);
+    for (int e = 0; e < kQk; ++e) {
+      uint8_t sc, m;
+      q4k_scale_min(e / 32, x[b].scales, &sc, &m);
+      const int u = q4_nibble(x[b].qs, e) | ((x[b].qh[e % 32] >> (e / 32)) & 1) << 4;
+      y[b * kQk + e] = d * sc * static_cast<float>(u) - dmin * m;
+    }
+  }
+}
+
+void dequantize_row_q6_k_ref(const BlockQ6_K* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQk; ++b) {
+    const float d = fp16_to_fp32(x[b].d);
+    for (int e = 0; e < kQk; ++e) {
+      y[b * kQk + e] = d * static_cast<float>(x[b].scales[e / 16]) * static_cast<float>(q6_value(x[b].ql, x[b].qh, e) - 32);
+    }
+  }
+}
+
+void dequantize_row_q8_k_ref(const BlockQ8_K* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQk; ++b) {
+    for (int i = 0; i < kQk; ++i) y[b * kQk + i] = x[b].d * x[b].qs[i];
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,162 @@
+// QuantKernels (Q4_1/Q5_0/Q5_1 x Q8_0, K-quants x Q8_K): the scalar set
+// against dequantize + double-precision dot, every ISA against the scalar
+// set, on quantized random rows and on random bytes (every bit pattern of
+// the packed fields, extreme activations).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/kernels.h"
+#include "core/dtype.h"
+#include "core/quant_ref.h"
+#include "test_util.h"
+
+namespace tessera::cpu {
+namespace {
+
+using testing::isa_label;
+using testing::random_floats;
+
+const DType kTypes[] = {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K,
+                        DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+
+float call_dot(const Kernels& k, DType t, const void* w, const void* x, int64_t n) {
+  const QuantKernels& q = *k.quant;
+  const auto* x0 = static_cast<const BlockQ8_0*>(x);
+  const auto* xk = static_cast<const BlockQ8_K*>(x);
+  switch (t) {
+    case DType::kQ4_1: return q.dot_q4_1(static_cast<const BlockQ4_1*>(w), x0, n);
+    case DType::kQ5_0: return q.dot_q5_0(static_cast<const BlockQ5_0*>(w), x0, n);
+    case DType::kQ5_1: return q.dot_q5_1(static_cast<const BlockQ5_1*>(w), x0, n);
+    case DType::kQ2_K: return q.dot_q2_k(static_cast<const BlockQ2_K*>(w), xk, n);
+    case DType::kQ3_K: return q.dot_q3_k(static_cast<const BlockQ3_K*>(w), xk, n);
+    case DType::kQ4_K: return q.dot_q4_k(static_cast<const BlockQ4_K*>(w), xk, n);
+    case DType::kQ5_K: return q.dot_q5_k(static_cast<const BlockQ5_K*>(w), xk, n);
+    case DType::kQ6_K: return q.dot_q6_k(static_cast<const BlockQ6_K*>(w), xk, n);
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ8_K: break;
+  }
+  ADD_FAILURE() << "no QuantKernels entry for " << dtype_name(t);
+  return 0;
+}
+
+// Overwrites the f16 scale fields of every block with small finite values
+// (random bytes elsewhere are all valid codes).
+void sanitize_scales(DType t, uint8_t* w, int64_t n_blocks, std::mt19937& rng) {
+  std::uniform_real_distribution<float> d(-0.05f, 0.05f);
+  auto put = [&](uint8_t* p) {
+    const uint16_t h = fp32_to_fp16(d(rng));
+    std::memcpy(p, &h, 2);
+  };
+  const size_t bb = dtype_block_bytes(t);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    uint8_t* blk = w + b * bb;
+    switch (t) {
+      case DType::kQ4_1:
+      case DType::kQ5_1:
+      case DType::kQ4_K:
+      case DType::kQ5_K: put(blk), put(blk + 2); break;  // d, m / dmin first
+      case DType::kQ5_0: put(blk); break;
+      case DType::kQ2_K: put(blk + offsetof(BlockQ2_K, d)), put(blk + offsetof(BlockQ2_K, dmin)); break;
+      case DType::kQ3_K: put(blk + offsetof(BlockQ3_K, d)); break;
+      case DType::kQ6_K: put(blk + offsetof(BlockQ6_K, d)); break;
+      case DType::kF32:
+      case DType::kF16:
+      case DType::kBF16:
+      case DType::kQ8_0:
+      case DType::kQ4_0:
+      case DType::kQ8_K: break;
+    }
+  }
+}
+
+struct Case {
+  std::vector<uint8_t> w;  // [n / block] blocks of t
+  std::vector<uint8_t> x;  // [n / block] blocks of dtype_vec_dot_type(t)
+};
+
+void check_case(DType t, const Case& c, int64_t n) {
+  const DType act = dtype_vec_dot_type(t);
+  std::vector<float> wf(static_cast<size_t>(n)), xf(static_cast<size_t>(n));
+  dequantize_row(t, c.w.data(), wf.data(), n);
+  dequantize_row(act, c.x.data(), xf.data(), n);
+  double dot = 0, abs = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(std::isfinite(wf[i]));
+    dot += static_cast<double>(wf[i]) * xf[i];
+    abs += std::fabs(static_cast<double>(wf[i]) * xf[i]);
+  }
+  const double tol = 2e-5 * abs + 1e-30;
+  const float scalar = call_dot(kernels_for(Isa::kScalar), t, c.w.data(), c.x.data(), n);
+  EXPECT_NEAR(scalar, dot, tol);
+  for (Isa isa : supported_isas()) {
+    SCOPED_TRACE(isa_label(isa));
+    EXPECT_NEAR(call_dot(kernels_for(isa), t, c.w.data(), c.x.data(), n), scalar, tol);
+  }
+}
+
+TEST(QuantKernels, QuantizedRowsMatchReference) {
+  uint32_t seed = 11;
+  for (DType t : kTypes) {
+    const int64_t blk = dtype_block_elems(t);
+    for (int64_t n : {blk, 3 * blk, int64_t{4096}}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(n));
+      Case c;
+      c.w.resize(dtype_row_bytes(t, n));
+      quantize_row(t, random_floats(n, seed++).data(), c.w.data(), n);
+      const DType act = dtype_vec_dot_type(t);
+      c.x.resize(dtype_row_bytes(act, n));
+      quantize_row(act, random_floats(n, seed++, 3.0f).data(), c.x.data(), n);
+      check_case(t, c, n);
+    }
+  }
+}
+
+// Random bytes: every code, scale and high-bit pattern, with activations at
+// +-127 (the largest int8 products the kernels must not saturate on).
+TEST(QuantKernels, RandomBytesAndExtremeActivations) {
+  std::mt19937 rng(3);
+  for (DType t : kTypes) {
+    const int64_t n = 2048;
+    SCOPED_TRACE(dtype_name(t));
+    for (int variant = 0; variant < 3; ++variant) {
+      Case c;
+      c.w.resize(dtype_row_bytes(t, n));
+      for (uint8_t& b : c.w) b = static_cast<uint8_t>(rng());
+      if (variant == 2) std::fill(c.w.begin(), c.w.end(), 0xff);  // every code at its maximum
+      sanitize_scales(t, c.w.data(), n / dtype_block_elems(t), rng);
+      std::vector<float> x = random_floats(n, 100 + variant);
+      if (variant >= 1) {
+        for (float& v : x) v = v >= 0 ? 1.0f : -1.0f;  // all +-127 after quantization
+      }
+      const DType act = dtype_vec_dot_type(t);
+      c.x.resize(dtype_row_bytes(act, n));
+      quantize_row(act, x.data(), c.x.data(), n);
+      check_case(t, c, n);
+    }
+  }
+}
+
+TEST(QuantKernels, QuantizeQ8_KBitIdentical) {
+  for (int64_t n : {256, 1024}) {
+    std::vector<float> x = random_floats(n, 5, 4.0f);
+    x[7] = 0.5f;  // exact ties after scaling are rare; include zero blocks too
+    std::vector<BlockQ8_K> ref(static_cast<size_t>(n / 256));
+    quantize_row_q8_k_ref(x.data(), ref.data(), n);
+    for (Isa isa : supported_isas()) {
+      std::vector<BlockQ8_K> got(ref.size());
+      kernels_for(isa).quant->quantize_row_q8_k(x.data(), got.data(), n);
+      EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), ref.size() * sizeof(BlockQ8_K))) << isa_label(isa);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::cpu
