@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
       {"tokenize", tessera::cli::register_tokenize(app)},
       {"detokenize", tessera::cli::register_detokenize(app)},
       {"convert", tessera::cli::register_convert(app)},
+      {"chat", tessera::cli::register_chat(app)},
+      {"bench-serving", tessera::cli::register_bench_serving(app)},
   };
   try {
     app.parse(argc, argv);

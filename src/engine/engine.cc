@@ -202,6 +202,7 @@ Status Engine::run_forward(const SchedulerOutput& out, std::vector<float>& logit
   ++metrics_.steps;
   metrics_.prompt_tokens_computed += prompt_tokens;
   (prompt_tokens > 0 ? metrics_.prefill_ms : metrics_.decode_ms) += ms;
+  if (prompt_tokens == 0) metrics_.decode_tokens += b.n_tokens();
   return st;
 }
 

@@ -35,6 +35,7 @@ struct EngineMetrics {
   int64_t steps = 0;
   double prefill_ms = 0;  // forward time of steps that carried prompt tokens
   double decode_ms = 0;   // forward time of decode-only steps
+  int64_t decode_tokens = 0;  // tokens computed in decode-only steps
   double prefix_hit_rate() const {
     return prefix_query_tokens > 0 ? static_cast<double>(prefix_hit_tokens) / static_cast<double>(prefix_query_tokens) : 0;
   }
