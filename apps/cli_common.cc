@@ -26,6 +26,13 @@ LoadOptions load_options(const EngineFlags& f) {
 
 DType kv_dtype(const EngineFlags& f) { return *dtype_from_name(f.kv_cache_dtype); }
 
+void add_scheduler_flags(CLI::App& app, SchedulerFlags& f) {
+  app.add_option("--max-num-seqs", f.max_num_seqs, "Sequences running at once at most")->check(CLI::Range(1, 4096));
+  app.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "Tokens per engine step at most (prefill chunks)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_flag("--no-prefix-cache", f.no_prefix_cache, "Do not reuse the KV blocks of shared prompt prefixes");
+}
+
 int resolve_threads(const EngineFlags& f) { return f.threads > 0 ? f.threads : cpu_features().physical_cores; }
 
 Result<uint64_t> kv_memory_bytes(const EngineFlags& f) {

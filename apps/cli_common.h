@@ -14,6 +14,14 @@
 namespace tessera::cli {
 
 // Flags every command that runs a model takes.
+// Continuous-batching flags (run, serve).
+struct SchedulerFlags {
+  int32_t max_num_seqs = 64;
+  int32_t max_num_batched_tokens = 512;
+  bool no_prefix_cache = false;
+};
+void add_scheduler_flags(CLI::App& app, SchedulerFlags& flags);
+
 struct EngineFlags {
   std::string model;
   int threads = 0;              // 0: physical cores
@@ -53,5 +61,7 @@ Runner register_detokenize(CLI::App& app);
 Runner register_convert(CLI::App& app);
 Runner register_quantize(CLI::App& app);
 Runner register_perplexity(CLI::App& app);
+Runner register_chat(CLI::App& app);
+Runner register_bench_serving(CLI::App& app);
 
 }  // namespace tessera::cli

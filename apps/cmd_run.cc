@@ -1,7 +1,12 @@
 // `tessera run`: generate text from a prompt, streaming it to stdout.
 #include <fmt/core.h>
 
+#include <nlohmann/json.hpp>
+
+#include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -9,7 +14,7 @@
 #include "backend/cpu/kernels.h"
 #include "cli_common.h"
 #include "core/byte_size.h"
-#include "engine/generator.h"
+#include "engine/engine.h"
 #include "sample/stop_matcher.h"
 
 namespace tessera::cli {
@@ -18,8 +23,11 @@ namespace {
 
 struct RunOptions {
   EngineFlags engine;
-  std::string prompt;
+  SchedulerFlags sched;
+  std::vector<std::string> prompts;
+  std::string prompt_file;
   std::string prompt_ids;
+  bool json = false;
   GenerationOptions gen;
   std::vector<std::string> logit_bias;
   bool seed_set = false;
@@ -66,6 +74,48 @@ std::string format_logprobs(const TokenLogprobs& lp, const Model& m) {
   return s;
 }
 
+Result<std::vector<std::string>> read_prompt_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return not_found(path + ": cannot open prompt file");
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(line);
+  }
+  if (out.empty()) return invalid_argument(path + ": no prompts (one per line)");
+  return out;
+}
+
+// What one prompt produced.
+struct Outcome {
+  std::vector<ChoiceResult> choices;
+  RequestMetrics metrics;
+  Status error;
+};
+
+nlohmann::json outcome_json(size_t index, const std::string& prompt, const Outcome& r) {
+  nlohmann::json j = {{"index", index}, {"prompt", prompt}};
+  if (!r.error.ok()) {
+    j["error"] = r.error.message();
+    return j;
+  }
+  const ChoiceResult& c = r.choices[0];
+  j["text"] = c.text;
+  j["token_ids"] = c.tokens;
+  j["finish_reason"] = finish_reason_name(c.finish);
+  if (r.choices.size() > 1) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& ch : r.choices) all.push_back({{"text", ch.text}, {"token_ids", ch.tokens}, {"finish_reason", finish_reason_name(ch.finish)}});
+    j["choices"] = all;
+  }
+  const RequestMetrics& m = r.metrics;
+  j["metrics"] = {{"queue_ms", m.queue_ms},         {"ttft_ms", m.ttft_ms},
+                  {"tpot_ms", m.tpot_ms()},         {"e2e_ms", m.e2e_ms},
+                  {"prompt_tokens", m.prompt_tokens}, {"cached_tokens", m.cached_tokens},
+                  {"generated_tokens", m.generated_tokens}, {"preemptions", m.preemptions}};
+  return j;
+}
+
 int run_main(RunOptions o) {
   auto kv_bytes = kv_memory_bytes(o.engine);
   if (!kv_bytes.ok()) return fail(kv_bytes.status());
@@ -74,10 +124,15 @@ int run_main(RunOptions o) {
     if (!parsed.ok()) return fail(parsed.status());
     o.gen.sampling.logit_bias.push_back(*parsed);
   }
+  if (!o.prompt_file.empty()) {
+    auto lines = read_prompt_file(o.prompt_file);
+    if (!lines.ok()) return fail(lines.status());
+    o.prompts.insert(o.prompts.end(), lines->begin(), lines->end());
+  }
   auto model = Model::load(o.engine.model, load_options(o.engine));
   if (!model.ok()) return fail(model.status());
   const Model& m = **model;
-  std::vector<int32_t> prompt;
+  std::vector<std::vector<int32_t>> prompts;
   if (!o.prompt_ids.empty()) {
     auto ids = parse_ids(o.prompt_ids, "--prompt-ids");
     if (!ids.ok()) return fail(ids.status());
@@ -87,66 +142,106 @@ int run_main(RunOptions o) {
                                      std::to_string(m.config().n_vocab) + " tokens)"));
       }
     }
-    prompt = *ids;
+    prompts.push_back(*ids);
+    o.prompts = {o.prompt_ids};
   } else if (!m.has_tokenizer()) {
     return fail(invalid_argument(o.engine.model + " has no tokenizer (no tokenizer.json / tokenizer.ggml.model); use --prompt-ids"));
   } else {
-    prompt = m.tokenizer().encode(o.prompt, /*add_special=*/true);
+    for (const auto& p : o.prompts) prompts.push_back(m.tokenizer().encode(p, /*add_special=*/true));
   }
   if (Status st = o.gen.validate(m.config().n_vocab); !st.ok()) return fail(st);
   const bool print_ids = o.print_ids || !m.has_tokenizer();
-  const int threads = resolve_threads(o.engine);
-  ThreadPool pool(threads);
-  const cpu::Kernels& kernels = cpu::kernels();
-  const int64_t ctx = o.engine.ctx_size > 0 ? o.engine.ctx_size : std::min(m.config().context_length, 4096);
-  auto gen = Generator::create(m, pool, kernels, *kv_bytes, ctx, kv_dtype(o.engine));
-  if (!gen.ok()) return fail(gen.status());
-  const KvCacheSpec& spec = (*gen)->kv_spec();
-  if (static_cast<int64_t>(prompt.size()) >= (*gen)->context_tokens()) {
-    return fail(out_of_range("the prompt has " + std::to_string(prompt.size()) + " tokens but the context holds " +
-                             std::to_string((*gen)->context_tokens()) + " (raise --ctx-size or --kv-cache-memory)"));
-  }
+  EngineConfig cfg;
+  cfg.threads = resolve_threads(o.engine);
+  cfg.kv_cache_memory = *kv_bytes;
+  cfg.ctx_size = o.engine.ctx_size > 0 ? o.engine.ctx_size : std::min(m.config().context_length, 4096);
+  cfg.kv_dtype = kv_dtype(o.engine);
+  cfg.max_num_seqs = o.sched.max_num_seqs;
+  cfg.max_num_batched_tokens = o.sched.max_num_batched_tokens;
+  cfg.enable_prefix_cache = !o.sched.no_prefix_cache;
+  auto engine = Engine::create(m, cfg);
+  if (!engine.ok()) return fail(engine.status());
+  const KvCacheSpec& spec = (*engine)->kv_spec();
   if (!o.seed_set) o.gen.sampling.seed = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
+  // A single prompt with one choice streams live; otherwise results print in input order.
+  const bool stream = prompts.size() == 1 && o.gen.n == 1 && !print_ids && !o.json;
+  std::vector<Outcome> outcomes(prompts.size());
+  std::map<uint64_t, size_t> index;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto id = (*engine)->submit(prompts[i], o.gen, [&, i](const RequestEvent& ev) {
+      if (stream && !ev.step.text.empty()) {
+        std::fwrite(ev.step.text.data(), 1, ev.step.text.size(), stdout);
+        std::fflush(stdout);
+      }
+      if (ev.request_finished) {
+        outcomes[i].error = ev.error;
+        if (ev.results) outcomes[i].choices = *ev.results;
+        if (ev.metrics) outcomes[i].metrics = *ev.metrics;
+      }
+    });
+    if (!id.ok()) {
+      if (prompts.size() == 1) return fail(id.status());
+      outcomes[i].error = id.status();
+    }
+  }
   fmt::print(stderr, "tessera: {} ({} layers, {} threads, {} kernels); KV cache: {} tokens, {}, {} bytes/token; seed {}\n",
-             o.engine.model, m.config().n_layers, threads, isa_name(kernels.isa), spec.capacity_tokens(),
+             o.engine.model, m.config().n_layers, cfg.threads, isa_name(cpu::kernels().isa), spec.capacity_tokens(),
              format_byte_size(spec.total_bytes()), spec.bytes_per_token(), o.gen.sampling.seed);
-  // One choice streams live; with n > 1 every choice is printed at the end.
-  const bool stream = o.gen.n == 1 && !print_ids;
-  auto result = (*gen)->generate(prompt, o.gen, [&](const StreamEvent& ev) {
-    if (stream) {
-      std::fwrite(ev.text.data(), 1, ev.text.size(), stdout);
-      std::fflush(stdout);
+  (*engine)->run_until_idle();
+  const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  int exit_code = 0;
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const Outcome& r = outcomes[i];
+    if (o.json) {
+      fmt::print("{}\n", outcome_json(i, o.prompts[i], r).dump());
+      continue;
     }
-    return true;
-  });
-  if (!result.ok()) return fail(result.status());
-  for (size_t i = 0; i < result->choices.size(); ++i) {
-    const ChoiceResult& c = result->choices[i];
-    if (o.gen.n > 1) fmt::print("--- choice {} (finish: {})\n", i, finish_reason_name(c.finish));
-    if (print_ids) {
-      std::string line;
-      for (size_t t = 0; t < c.tokens.size(); ++t) line += (t ? "," : "") + std::to_string(c.tokens[t]);
-      fmt::print("{}\n", line);
-    } else {
-      fmt::print("{}\n", stream ? "" : c.text);
+    if (!r.error.ok()) {
+      fmt::print(stderr, "tessera: error: prompt {}: {}\n", i, r.error.message());
+      exit_code = 1;
+      continue;
     }
-    if (o.gen.logprobs >= 0) {
-      for (const auto& lp : c.logprobs) fmt::print(stderr, "{}\n", format_logprobs(lp, m));
+    if (prompts.size() > 1) fmt::print("=== prompt {}: {}\n", i, o.prompts[i]);
+    for (size_t c = 0; c < r.choices.size(); ++c) {
+      const ChoiceResult& ch = r.choices[c];
+      if (r.choices.size() > 1) fmt::print("--- choice {} (finish: {})\n", c, finish_reason_name(ch.finish));
+      if (print_ids) {
+        std::string line;
+        for (size_t t = 0; t < ch.tokens.size(); ++t) line += (t ? "," : "") + std::to_string(ch.tokens[t]);
+        fmt::print("{}\n", line);
+      } else {
+        fmt::print("{}\n", stream ? "" : ch.text);
+      }
+      if (o.gen.logprobs >= 0) {
+        for (const auto& lp : ch.logprobs) fmt::print(stderr, "{}\n", format_logprobs(lp, m));
+      }
     }
   }
   std::fflush(stdout);
-  const GenerationStats& s = result->stats;
-  const double tpot = s.decode_steps > 0 ? s.decode_ms / s.decode_steps : 0;
+  const EngineMetrics em = (*engine)->metrics();
   std::string finishes;
-  for (const auto& c : result->choices) finishes += std::string(finishes.empty() ? "" : ",") + finish_reason_name(c.finish);
-  fmt::print(stderr,
-             "\nprompt tokens: {}, generated tokens: {} (finish: {})\n"
-             "TTFT: {:.2f} ms, prefill: {:.1f} tokens/s, decode: {:.1f} steps/s (TPOT {:.2f} ms)\n"
-             "KV cache: {} for {} tokens\n",
-             s.prompt_tokens, s.generated_tokens, finishes, s.ttft_ms,
-             s.prefill_ms > 0 ? s.prompt_tokens * 1000.0 / s.prefill_ms : 0.0, tpot > 0 ? 1000.0 / tpot : 0.0, tpot,
-             format_byte_size(spec.total_bytes()), spec.capacity_tokens());
-  return 0;
+  for (const auto& r : outcomes) {
+    for (const auto& c : r.choices) finishes += std::string(finishes.empty() ? "" : ",") + finish_reason_name(c.finish);
+  }
+  if (prompts.size() == 1 && outcomes[0].error.ok()) {
+    const RequestMetrics& rm = outcomes[0].metrics;
+    fmt::print(stderr,
+               "\nprompt tokens: {} ({} cached), generated tokens: {} (finish: {})\n"
+               "TTFT: {:.2f} ms, prefill: {:.1f} tokens/s, decode: {:.1f} tokens/s (TPOT {:.2f} ms)\n"
+               "KV cache: {} for {} tokens\n",
+               rm.prompt_tokens, rm.cached_tokens, rm.generated_tokens, finishes, rm.ttft_ms,
+               em.prefill_ms > 0 ? static_cast<double>(em.prompt_tokens_computed) * 1000.0 / em.prefill_ms : 0.0,
+               rm.tpot_ms() > 0 ? 1000.0 / rm.tpot_ms() : 0.0, rm.tpot_ms(), format_byte_size(spec.total_bytes()),
+               spec.capacity_tokens());
+  } else {
+    fmt::print(stderr,
+               "\n{} prompts: {} generated tokens in {:.1f} ms ({:.1f} tokens/s aggregate); prefix cache hits {}/{} tokens; "
+               "preemptions {}\n",
+               prompts.size(), em.generated_tokens, wall_ms, static_cast<double>(em.generated_tokens) * 1000.0 / wall_ms,
+               em.prefix_hit_tokens, em.prefix_query_tokens, em.preemptions);
+  }
+  return exit_code;
 }
 
 }  // namespace
@@ -156,9 +251,13 @@ Runner register_run(CLI::App& app) {
   SamplingParams& sp = o->gen.sampling;
   CLI::App* sub = app.add_subcommand("run", "Generate text from a prompt (streams to stdout, summary to stderr)");
   add_engine_flags(*sub, o->engine);
-  auto* p = sub->add_option("-p,--prompt", o->prompt, "Prompt text (BOS added as the vocabulary says)");
+  add_scheduler_flags(*sub, o->sched);
+  auto* p = sub->add_option("-p,--prompt", o->prompts, "Prompt text (BOS added as the vocabulary says); repeat for several");
+  auto* file = sub->add_option("--prompt-file", o->prompt_file, "File of prompts, one per line, run together");
   auto* ids = sub->add_option("--prompt-ids", o->prompt_ids, "Prompt as comma-separated token ids (no BOS added)");
   p->excludes(ids);
+  file->excludes(ids);
+  sub->add_flag("--json", o->json, "Print one JSON object per prompt (text, token_ids, finish_reason, metrics)");
   sub->add_option("-n,--n-predict", o->gen.max_tokens, "Tokens to generate per choice (-1: until a stop condition)")
       ->check(CLI::Range(-1, 1 << 30));
   sub->add_option("--temp", sp.temperature, "Temperature (0 = greedy)")->check(CLI::Range(0.0f, 100.0f));
@@ -186,9 +285,9 @@ Runner register_run(CLI::App& app) {
   sub->add_option("--logprobs", o->gen.logprobs, "Print each token's logprob and this many alternatives to stderr")
       ->check(CLI::Range(0, 20));
   sub->add_flag("--print-ids", o->print_ids, "Print generated token ids (comma-separated) instead of text");
-  return [o, p, ids] {
-    if (p->count() == 0 && ids->count() == 0) {
-      fmt::print(stderr, "tessera: error: run needs --prompt or --prompt-ids (see --help)\n");
+  return [o, p, ids, file] {
+    if (p->count() == 0 && ids->count() == 0 && file->count() == 0) {
+      fmt::print(stderr, "tessera: error: run needs --prompt, --prompt-file or --prompt-ids (see --help)\n");
       return kExitUsage;
     }
     if (o->gen.sampling.top_p <= 0.0f || o->gen.sampling.typical_p <= 0.0f) {

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
       {"convert", tessera::cli::register_convert(app)},
       {"quantize", tessera::cli::register_quantize(app)},
       {"perplexity", tessera::cli::register_perplexity(app)},
+      {"chat", tessera::cli::register_chat(app)},
+      {"bench-serving", tessera::cli::register_bench_serving(app)},
   };
   try {
     app.parse(argc, argv);

@@ -9,7 +9,8 @@
 namespace tessera {
 
 namespace {
-constexpr int kSpinIterations = 200000;
+constexpr int kSpinIterations = 200000;  // then sleep on the condition variable
+constexpr int kYieldAfter = 2000;        // pause-spins before yielding the core
 
 inline void cpu_relax() {
 #if defined(__x86_64__)
@@ -45,7 +46,15 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   }
   cv_.notify_all();
   fn(0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+  // Spin briefly, then yield: on an oversubscribed machine the worker we wait
+  // for may need this core.
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kYieldAfter) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
@@ -63,7 +72,11 @@ void ThreadPool::worker_loop(int index) {
   for (;;) {
     uint64_t gen = generation_.load(std::memory_order_acquire);
     for (int spin = 0; gen == seen && spin < kSpinIterations; ++spin) {
-      cpu_relax();
+      if (spin < kYieldAfter) {
+        cpu_relax();
+      } else {
+        std::this_thread::yield();
+      }
       gen = generation_.load(std::memory_order_acquire);
     }
     if (gen == seen) {

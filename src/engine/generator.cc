@@ -4,9 +4,7 @@
 #include <span>
 #include <string>
 
-#include "engine/choice_stream.h"
 #include "kv/block_table.h"
-#include "sample/sampler.h"
 
 namespace tessera {
 
@@ -29,16 +27,6 @@ void append_sequence(ForwardBatch& b, const std::vector<int32_t>& tokens, int32_
   b.seqs.push_back({row0, end - begin, std::span<const int32_t>(table.blocks())});
   b.logits_rows.push_back(b.n_tokens() - 1);
 }
-
-// One completion in flight.
-struct Choice {
-  BlockTable table;
-  std::vector<int32_t> tokens;  // prompt + generated
-  Sampler sampler;
-  ChoiceStream stream;
-  ChoiceResult result;
-  bool done = false;
-};
 
 }  // namespace
 
@@ -96,46 +84,37 @@ Result<GenerationResult> Generator::generate(const std::vector<int32_t>& prompt,
   GenerationStats& stats = out.stats;
   stats.prompt_tokens = static_cast<int32_t>(prompt.size());
   const auto t0 = Clock::now();
-  const Tokenizer* tok = model_.has_tokenizer() ? &model_.tokenizer() : nullptr;
-  std::vector<int32_t> suppressed = options.stop_token_ids;  // until min_tokens
-  for (int32_t id : model_.eog_ids()) suppressed.push_back(id);
-
-  std::vector<Choice> choices;
-  choices.reserve(static_cast<size_t>(options.n));
-  auto add_choice = [&](BlockTable table) {
-    SamplingParams sp = options.sampling;
-    sp.seed = choice_seed(options.sampling.seed, static_cast<int32_t>(choices.size()));
-    choices.push_back({std::move(table), prompt, Sampler(sp, prompt), ChoiceStream(tok, options.stop), {}, false});
-  };
+  const int32_t bs = kv_->spec().block_size;
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  std::vector<BlockTable> tables;  // [n] KV blocks of each choice
+  for (int32_t i = 0; i < options.n; ++i) {
+    seqs.push_back(std::make_unique<Sequence>(model_, options, prompt, i, ctx));
+    tables.emplace_back(bs);
+  }
   auto release_all = [&] {
-    for (Choice& c : choices) c.table.release_all(block_pool_);
+    for (auto& t : tables) t.release_all(block_pool_);
   };
 
   // Prefill once; the other choices fork the prompt's blocks.
   std::vector<float> logits;
-  Status st;
-  {
-    BlockTable table(kv_->spec().block_size);
-    st = table.reserve(stats.prompt_tokens, block_pool_);
-    add_choice(std::move(table));
-  }
+  Status st = tables[0].reserve(stats.prompt_tokens, block_pool_);
   for (int32_t begin = 0; st.ok() && begin < stats.prompt_tokens; begin += options.prefill_chunk) {
     const int32_t end = std::min(stats.prompt_tokens, begin + options.prefill_chunk);
     ForwardBatch b;
-    append_sequence(b, prompt, begin, end, choices[0].table);
+    append_sequence(b, prompt, begin, end, tables[0]);
     st = transformer_.forward(b, *kv_, logits);
   }
   for (int32_t i = 1; st.ok() && i < options.n; ++i) {
     int32_t from = -1, to = -1;
-    auto forked = choices[0].table.fork(stats.prompt_tokens, block_pool_, &from, &to);
+    auto forked = tables[0].fork(stats.prompt_tokens, block_pool_, &from, &to);
     if (!forked.ok()) {
       st = forked.status();
       break;
     }
     if (from >= 0) kv_->copy_block(from, to);
-    add_choice(std::move(forked).value());
+    tables[static_cast<size_t>(i)] = std::move(forked).value();
   }
-  if (st.ok() && options.n > 1) logits.resize(static_cast<size_t>(n_vocab) * options.n);
+  if (st.ok() && options.n > 1) logits.resize(static_cast<size_t>(n_vocab) * static_cast<size_t>(options.n));
   for (int32_t i = 1; st.ok() && i < options.n; ++i) {
     std::copy_n(logits.begin(), n_vocab, logits.begin() + static_cast<std::ptrdiff_t>(i) * n_vocab);
   }
@@ -143,67 +122,34 @@ Result<GenerationResult> Generator::generate(const std::vector<int32_t>& prompt,
   const auto t_decode = Clock::now();
   bool cancelled = false;
   while (st.ok() && !cancelled) {
-    // Sample one token for every live choice; row r of `logits` is the r-th live choice.
+    // Row r of `logits` belongs to the r-th live sequence.
     ForwardBatch b;
-    std::vector<Choice*> stepped;
-    int32_t row = 0;
-    for (Choice& c : choices) {
-      if (c.done) continue;
-      const std::span<const float> row_logits(&logits[static_cast<size_t>(row++) * n_vocab], static_cast<size_t>(n_vocab));
-      const auto pos = static_cast<int64_t>(c.tokens.size());
-      const int32_t generated = static_cast<int32_t>(c.result.tokens.size());
-      const bool allow_stop = generated >= options.min_tokens;
-      auto next = c.sampler.sample(row_logits, pos, allow_stop ? std::span<const int32_t>() : suppressed);
-      if (!next.ok()) {
-        st = next.status();
+    size_t row = 0;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      Sequence* s = seqs[i].get();
+      if (s->finished()) continue;
+      auto ev = s->on_logits(std::span<const float>(&logits[row++ * static_cast<size_t>(n_vocab)], static_cast<size_t>(n_vocab)));
+      if (!ev.ok()) {
+        st = ev.status();
         break;
       }
       if (stats.generated_tokens == 0) stats.ttft_ms = ms_since(t0);
-      const int32_t id = *next;
-      const bool is_stop_token = std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), id) !=
-                                 options.stop_token_ids.end();
-      if (is_stop_token || (!options.ignore_eos && model_.is_eog(id))) {
-        c.done = true;
-        c.result.finish = FinishReason::kStop;
-        const std::string tail = c.stream.finish();
-        c.result.text += tail;
-        if (!tail.empty() && !on_event({static_cast<int32_t>(&c - choices.data()), -1, tail, nullptr})) cancelled = true;
-        continue;
-      }
-      ++stats.generated_tokens;
-      c.sampler.accept(id);
-      c.tokens.push_back(id);
-      c.result.tokens.push_back(id);
-      if (options.logprobs >= 0) c.result.logprobs.push_back(compute_logprobs(row_logits, id, options.logprobs));
-      StopMatcher::Output text = c.stream.push(id, allow_stop);
-      c.result.text += text.text;
-      const bool length = (options.max_tokens >= 0 && generated + 1 >= options.max_tokens) || pos + 1 >= ctx;
-      if (text.stopped || length) {
-        c.done = true;
-        c.result.finish = text.stopped ? FinishReason::kStop : FinishReason::kLength;
-        if (!text.stopped) {
-          const std::string tail = c.stream.finish();
-          text.text += tail;
-          c.result.text += tail;
-        }
-      }
-      const StreamEvent ev{static_cast<int32_t>(&c - choices.data()), id, text.text,
-                           options.logprobs >= 0 ? &c.result.logprobs.back() : nullptr};
-      if (!on_event(ev)) cancelled = true;
-      if (c.done) continue;
-      st = c.table.reserve(pos + 1, block_pool_);
+      if (ev->token >= 0) ++stats.generated_tokens;
+      if ((ev->token >= 0 || !ev->text.empty()) && !on_event(*ev)) cancelled = true;
+      if (s->finished()) continue;
+      const auto pos = static_cast<int32_t>(s->num_tokens() - 1);
+      st = tables[i].reserve(pos + 1, block_pool_);
       if (!st.ok()) break;
-      append_sequence(b, c.tokens, static_cast<int32_t>(pos), static_cast<int32_t>(pos + 1), c.table);
-      stepped.push_back(&c);
+      append_sequence(b, s->tokens(), pos, pos + 1, tables[i]);
     }
-    if (!st.ok() || cancelled || stepped.empty()) break;
+    if (!st.ok() || cancelled || b.seqs.empty()) break;
     st = transformer_.forward(b, *kv_, logits);
     ++stats.decode_steps;
   }
   if (stats.decode_steps > 0) stats.decode_ms = ms_since(t_decode);
   release_all();
   if (!st.ok()) return st;
-  for (Choice& c : choices) out.choices.push_back(std::move(c.result));
+  for (auto& s : seqs) out.choices.push_back(std::move(s->result()));
   return out;
 }
 

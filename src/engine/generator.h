@@ -16,6 +16,7 @@
 #include "backend/cpu/kv_buffer.h"
 #include "core/thread_pool.h"
 #include "engine/generation_options.h"
+#include "engine/sequence.h"
 #include "kv/block_pool.h"
 #include "kv/kv_cache_spec.h"
 #include "model/model.h"
@@ -24,21 +25,6 @@
 #include "tessera/status.h"
 
 namespace tessera {
-
-// One step of one choice, streamed as it happens.
-struct StreamEvent {
-  int32_t choice = 0;
-  int32_t token = -1;              // the generated token
-  std::string text;                // text released by this token (may be empty)
-  const TokenLogprobs* logprobs = nullptr;  // when requested
-};
-
-struct ChoiceResult {
-  std::vector<int32_t> tokens;   // generated tokens (EOS / stop tokens excluded)
-  std::string text;              // their text, cut before any stop string
-  FinishReason finish = FinishReason::kLength;
-  std::vector<TokenLogprobs> logprobs;  // one per token, when requested
-};
 
 struct GenerationStats {
   int32_t prompt_tokens = 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "kv/block_pool.h"
@@ -34,6 +35,10 @@ class BlockTable {
   // *copy_from is -1 when nothing needs copying. kResourceExhausted when no
   // block is free.
   Result<BlockTable> fork(int64_t n_tokens, BlockPool& pool, int32_t* copy_from, int32_t* copy_to) const;
+  // Appends an already-referenced block (the KV cache manager's use).
+  void append(int32_t block) { blocks_.push_back(block); }
+  // Removes and returns every block id, leaving the table empty.
+  std::vector<int32_t> take_blocks() { return std::exchange(blocks_, {}); }
   // Returns every block to `pool`.
   void release_all(BlockPool& pool);
 

@@ -1,0 +1,120 @@
+// `tessera chat`: an interactive multi-turn chat in the terminal, formatted
+// with the model's chat template (or --chat-template FILE), streaming replies.
+#include <fmt/core.h>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "backend/cpu/kernels.h"
+#include "cli_common.h"
+#include "engine/generator.h"
+#include "template/chat_template.h"
+
+namespace tessera::cli {
+
+namespace {
+
+struct ChatOptions {
+  EngineFlags engine;
+  std::string system;
+  std::string template_file;
+  int32_t n_predict = -1;
+  SamplingParams sampling;
+  bool seed_set = false;
+};
+
+Result<std::string> template_source(const ChatOptions& o, const Model& m) {
+  if (!o.template_file.empty()) {
+    std::ifstream in(o.template_file, std::ios::binary);
+    if (!in) return not_found(o.template_file + ": cannot open chat template");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  if (m.tokenizer().chat_template().empty()) {
+    return not_found(m.path() + " has no chat template; pass one with --chat-template FILE");
+  }
+  return m.tokenizer().chat_template();
+}
+
+std::string token_text_or_empty(const Tokenizer& t, int32_t id) {
+  return id >= 0 && id < t.n_vocab() ? t.token_text(id) : std::string();
+}
+
+int chat_main(const ChatOptions& o) {
+  auto kv_bytes = kv_memory_bytes(o.engine);
+  if (!kv_bytes.ok()) return fail(kv_bytes.status());
+  auto model = Model::load(o.engine.model, load_options(o.engine));
+  if (!model.ok()) return fail(model.status());
+  const Model& m = **model;
+  if (!m.has_tokenizer()) return fail(invalid_argument(o.engine.model + " has no tokenizer"));
+  auto source = template_source(o, m);
+  if (!source.ok()) return fail(source.status());
+  auto tmpl = ChatTemplate::parse(*source);
+  if (!tmpl.ok()) return fail(tmpl.status());
+  ThreadPool pool(resolve_threads(o.engine));
+  const int64_t ctx = o.engine.ctx_size > 0 ? o.engine.ctx_size : std::min(m.config().context_length, 4096);
+  auto gen = Generator::create(m, pool, cpu::kernels(), *kv_bytes, ctx, kv_dtype(o.engine));
+  if (!gen.ok()) return fail(gen.status());
+  const Tokenizer& tok = m.tokenizer();
+  const std::string bos = token_text_or_empty(tok, tok.bos_id());
+  const std::string eos = token_text_or_empty(tok, tok.eos_id());
+  nlohmann::json messages = nlohmann::json::array();
+  if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
+  GenerationOptions opts;
+  opts.max_tokens = o.n_predict;
+  opts.sampling = o.sampling;
+  if (!o.seed_set) opts.sampling.seed = std::random_device{}();
+  fmt::print(stderr, "tessera chat: type a message; /exit or end of input quits.\n");
+  std::string line;
+  while (true) {
+    fmt::print("> ");
+    std::fflush(stdout);
+    if (!std::getline(std::cin, line) || line == "/exit") break;
+    if (line.empty()) continue;
+    messages.push_back({{"role", "user"}, {"content", line}});
+    auto prompt_text = apply_chat_template(*tmpl, messages, true, bos, eos);
+    if (!prompt_text.ok()) return fail(prompt_text.status());
+    // The template writes BOS itself when it wants one.
+    const bool template_has_bos = !bos.empty() && prompt_text->rfind(bos, 0) == 0;
+    const auto prompt = tok.encode(*prompt_text, /*add_special=*/!template_has_bos, /*parse_special=*/true);
+    auto result = (*gen)->generate(prompt, opts, [&](const StreamEvent& ev) {
+      std::fwrite(ev.text.data(), 1, ev.text.size(), stdout);
+      std::fflush(stdout);
+      return true;
+    });
+    if (!result.ok()) {
+      fmt::print(stderr, "\ntessera: error: {}\n", result.status().message());
+      messages.erase(messages.end() - 1);
+      continue;
+    }
+    fmt::print("\n");
+    messages.push_back({{"role", "assistant"}, {"content", result->choices[0].text}});
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner register_chat(CLI::App& app) {
+  auto o = std::make_shared<ChatOptions>();
+  CLI::App* sub = app.add_subcommand("chat", "Interactive multi-turn chat with the model's chat template");
+  add_engine_flags(*sub, o->engine);
+  sub->add_option("--system", o->system, "System message");
+  sub->add_option("--chat-template", o->template_file, "Jinja chat template file (overrides the model's)");
+  sub->add_option("-n,--n-predict", o->n_predict, "Maximum tokens per reply (-1: until end of turn)")
+      ->check(CLI::Range(-1, 1 << 30));
+  sub->add_option("--temp", o->sampling.temperature, "Temperature (0 = greedy)")->check(CLI::Range(0.0f, 100.0f));
+  sub->add_option("--top-k", o->sampling.top_k, "Top-k (0 disables)")->check(CLI::Range(0, 1 << 30));
+  sub->add_option("--top-p", o->sampling.top_p, "Top-p (1 disables)")->check(CLI::Range(0.0f, 1.0f));
+  sub->add_option("--min-p", o->sampling.min_p, "Min-p (0 disables)")->check(CLI::Range(0.0f, 1.0f));
+  sub->add_option("--seed", o->sampling.seed, "Random seed")->each([o](const std::string&) { o->seed_set = true; });
+  return [o] { return chat_main(*o); };
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,116 @@
+// Engine: serves many requests at once with continuous batching. One step
+// loop — schedule -> forward -> sample -> update -> stream — admits and
+// retires sequences at every step, mixes prefill chunks into decode batches
+// (chunked prefill, Agrawal et al. 2023 Sarathi), reuses the KV blocks of
+// shared prefixes, and preempts by recomputation when KV memory runs out
+// (Orca, Yu et al. 2022; vLLM, Kwon et al. 2023). Every row of the forward
+// pass is computed the same way whatever else runs beside it, so a request's
+// tokens do not depend on batching, prefix-cache hits or chunk sizes.
+//
+// Threading: submit() and cancel() may be called from any thread; step() and
+// the event callbacks run on the engine thread (start()) or the caller's
+// thread (run_until_idle()).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/kv_buffer.h"
+#include "core/thread_pool.h"
+#include "engine/engine_metrics.h"
+#include "engine/generation_options.h"
+#include "engine/sequence.h"
+#include "kv/kv_cache_manager.h"
+#include "model/model.h"
+#include "model/transformer.h"
+#include "sched/scheduler.h"
+
+namespace tessera {
+
+struct EngineConfig {
+  int threads = 1;
+  uint64_t kv_cache_memory = 0;  // bytes; 0: size by ctx_size
+  int64_t ctx_size = 4096;       // tokens of one sequence (and the cache, when kv_cache_memory is 0)
+  DType kv_dtype = DType::kF16;
+  int32_t max_num_seqs = 64;
+  int32_t max_num_batched_tokens = 512;
+  bool enable_prefix_cache = true;
+};
+
+// What a request's callback receives. `finished` requests carry their results.
+struct RequestEvent {
+  uint64_t request_id = 0;
+  StreamEvent step;              // one choice's new token / text (step.token < 0: none)
+  bool request_finished = false;  // every choice ended (or the request failed / was cancelled)
+  const std::vector<ChoiceResult>* results = nullptr;  // when request_finished
+  const RequestMetrics* metrics = nullptr;             // when request_finished
+  Status error;                  // non-ok when the request failed
+  bool cancelled = false;        // finished by cancel()
+};
+
+class Engine {
+ public:
+  using Callback = std::function<void(const RequestEvent&)>;
+
+  // Borrows `model`. Errors: invalid config, KV cache allocation.
+  static Result<std::unique_ptr<Engine>> create(const Model& model, const EngineConfig& config);
+  ~Engine();
+
+  // Queues a request (thread-safe). Errors, at once: invalid options, an
+  // empty prompt, or one that can never fit (prompt + max_tokens beyond the
+  // context or the whole cache). `priority`: lower runs first.
+  Result<uint64_t> submit(std::vector<int32_t> prompt, const GenerationOptions& options, Callback on_event,
+                          int32_t priority = 0);
+  // Cancels a request (thread-safe); its blocks are freed before the next step.
+  void cancel(uint64_t request_id);
+
+  // Runs one step; returns false when there was nothing to do.
+  bool step();
+  // Steps until every submitted request has finished.
+  void run_until_idle();
+  // Runs the step loop on a background thread until stop().
+  void start();
+  void stop();
+
+  EngineMetrics metrics() const;
+  const KvCacheSpec& kv_spec() const { return kv_buffer_->spec(); }
+  int64_t context_tokens() const { return config_.ctx_size; }
+
+ private:
+  struct Request;
+  Engine(const Model& model, const EngineConfig& config, std::unique_ptr<cpu::KvBuffer> kv);
+  void drain_inbox();
+  void finish_request(Request& r, const Status& error, bool cancelled = false);
+  Status run_forward(const SchedulerOutput& out, std::vector<float>& logits);
+  // Copies scheduler and KV gauges into metrics_ (read by other threads).
+  void publish_gauges();
+
+  const Model& model_;
+  EngineConfig config_;
+  ThreadPool pool_;
+  std::unique_ptr<cpu::KvBuffer> kv_buffer_;
+  KvCacheManager kv_;
+  Scheduler scheduler_;
+  Transformer transformer_;
+
+  std::unordered_map<uint64_t, std::unique_ptr<Request>> requests_;  // engine thread only
+  mutable std::mutex mu_;             // guards inbox_, cancels_, metrics_
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Request>> inbox_;
+  std::vector<uint64_t> cancels_;
+  EngineMetrics metrics_;
+  std::atomic<uint64_t> next_id_{1};
+  uint64_t arrivals_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,44 @@
+// Metrics of requests and of the engine, kept in one place for the CLI and
+// the HTTP server to publish. Times are milliseconds.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace tessera {
+
+struct RequestMetrics {
+  double queue_ms = 0;   // arrival -> first scheduled
+  double ttft_ms = 0;    // arrival -> first generated token
+  double e2e_ms = 0;     // arrival -> finished
+  std::vector<double> itl_ms;  // inter-token latencies (between consecutive tokens of choice 0)
+  double tpot_ms() const;      // mean of itl_ms (time per output token after the first)
+  int32_t prompt_tokens = 0;
+  int32_t cached_tokens = 0;     // prompt tokens reused from the prefix cache
+  int32_t generated_tokens = 0;  // all choices
+  int32_t preemptions = 0;
+};
+
+struct EngineMetrics {
+  int32_t running = 0;
+  int32_t waiting = 0;
+  int32_t kv_blocks_used = 0;
+  int32_t kv_blocks_free = 0;
+  int64_t prefix_query_tokens = 0;
+  int64_t prefix_hit_tokens = 0;
+  int64_t preemptions = 0;
+  int64_t prompt_tokens_computed = 0;  // prefill tokens run through the model
+  int64_t generated_tokens = 0;
+  int64_t finished_stop = 0;
+  int64_t finished_length = 0;
+  int64_t finished_cancelled = 0;
+  int64_t steps = 0;
+  double prefill_ms = 0;  // forward time of steps that carried prompt tokens
+  double decode_ms = 0;   // forward time of decode-only steps
+  int64_t decode_tokens = 0;  // tokens computed in decode-only steps
+  double prefix_hit_rate() const {
+    return prefix_query_tokens > 0 ? static_cast<double>(prefix_hit_tokens) / static_cast<double>(prefix_query_tokens) : 0;
+  }
+};
+
+}  // namespace tessera

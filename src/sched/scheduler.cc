@@ -1,0 +1,132 @@
+#include "sched/scheduler.h"
+
+#include <algorithm>
+#include <string>
+
+namespace tessera {
+
+namespace {
+// True when a should run before b.
+bool before(const SeqSlot* a, const SeqSlot* b) {
+  return a->priority < b->priority || (a->priority == b->priority && a->arrival < b->arrival);
+}
+}  // namespace
+
+Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv) : config_(config), kv_(kv) {}
+
+Status Scheduler::add(SeqSlot* seq) {
+  if (seq->max_total_tokens > config_.max_model_len) {
+    return out_of_range("the prompt plus max_tokens is " + std::to_string(seq->max_total_tokens) +
+                        " tokens, more than the context length " + std::to_string(config_.max_model_len));
+  }
+  const int64_t blocks = (seq->max_total_tokens + kv_.block_size() - 1) / kv_.block_size();
+  if (blocks > kv_.num_blocks()) {
+    return out_of_range("the prompt plus max_tokens needs " + std::to_string(blocks) + " KV blocks but the cache has " +
+                        std::to_string(kv_.num_blocks()));
+  }
+  seq->status = SeqStatus::kWaiting;
+  enqueue_waiting(seq);
+  return {};
+}
+
+void Scheduler::enqueue_waiting(SeqSlot* seq) {
+  auto pos = std::upper_bound(waiting_.begin(), waiting_.end(), seq, before);
+  waiting_.insert(pos, seq);
+}
+
+bool Scheduler::can_admit(const SeqSlot& seq) const {
+  return kv_.blocks_needed(seq.table, seq.num_tokens() + 1) <= kv_.num_available();
+}
+
+void Scheduler::preempt(SeqSlot* seq) {
+  running_.erase(std::find(running_.begin(), running_.end(), seq));
+  kv_.release(seq->table);
+  seq->block_hashes.clear();
+  seq->num_computed = 0;
+  seq->status = SeqStatus::kWaiting;
+  ++seq->num_preemptions;
+  ++num_preemptions_;
+  enqueue_waiting(seq);
+}
+
+SchedulerOutput Scheduler::schedule() {
+  SchedulerOutput out;
+  int64_t budget = config_.max_num_batched_tokens;
+  // 1. Running sequences, in admission order: a decode token, or the next chunk.
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    SeqSlot* s = running_[i];
+    const int64_t n = std::min(s->num_tokens() - s->num_computed, budget);
+    if (n <= 0) {
+      ++i;
+      continue;
+    }
+    // Free blocks by preempting the lowest-priority, most recently admitted
+    // sequence not yet scheduled this step (possibly s itself).
+    bool preempted_self = false;
+    while (kv_.blocks_needed(s->table, s->num_computed + n) > kv_.num_available()) {
+      auto victim = std::max_element(running_.begin() + static_cast<std::ptrdiff_t>(i), running_.end(),
+                                     [](const SeqSlot* a, const SeqSlot* b) { return before(a, b); });
+      SeqSlot* v = *victim;
+      out.preempted.push_back(v);
+      preempt(v);
+      if (v == s) {
+        preempted_self = true;
+        break;
+      }
+    }
+    if (preempted_self) continue;  // running_[i] is now the next sequence
+    (void)kv_.allocate(s->table, s->num_computed + n);  // cannot fail: checked above
+    out.scheduled.push_back({s, static_cast<int32_t>(n), s->num_computed + n == s->num_tokens()});
+    budget -= n;
+    ++i;
+  }
+  // 2. Waiting sequences, while nothing was preempted this step.
+  while (out.preempted.empty() && !waiting_.empty() && budget > 0 &&
+         static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
+    SeqSlot* s = waiting_.front();
+    if (s->table.blocks().empty() && s->num_computed == 0) {
+      s->num_computed = kv_.match_prefix(*s->tokens, s->table, s->block_hashes);
+      if (!s->ever_scheduled) s->num_cached = s->num_computed;
+    }
+    if (!can_admit(*s)) {  // admission: the whole known sequence must fit
+      // Do not pin matched prefix blocks while waiting.
+      kv_.release(s->table);
+      s->block_hashes.clear();
+      s->num_computed = 0;
+      break;
+    }
+    const int64_t n = std::min(s->num_tokens() - s->num_computed, budget);
+    (void)kv_.allocate(s->table, s->num_computed + n);
+    waiting_.pop_front();
+    running_.push_back(s);
+    s->status = SeqStatus::kRunning;
+    s->ever_scheduled = true;
+    out.scheduled.push_back({s, static_cast<int32_t>(n), s->num_computed + n == s->num_tokens()});
+    budget -= n;
+  }
+  out.num_tokens = static_cast<int32_t>(config_.max_num_batched_tokens - budget);
+  return out;
+}
+
+void Scheduler::on_step_done(const SchedulerOutput& out) {
+  for (const ScheduledSeq& item : out.scheduled) {
+    SeqSlot* s = item.seq;
+    if (s->status != SeqStatus::kRunning) continue;
+    s->num_computed += item.num_new_tokens;
+    kv_.cache_full_blocks(*s->tokens, s->num_computed, s->table, s->block_hashes);
+  }
+}
+
+void Scheduler::finish(SeqSlot* seq) {
+  if (seq->status == SeqStatus::kRunning) {
+    running_.erase(std::find(running_.begin(), running_.end(), seq));
+  } else if (seq->status == SeqStatus::kWaiting) {
+    auto it = std::find(waiting_.begin(), waiting_.end(), seq);
+    if (it != waiting_.end()) waiting_.erase(it);
+  }
+  kv_.release(seq->table);
+  seq->block_hashes.clear();
+  seq->status = SeqStatus::kFinished;
+}
+
+}  // namespace tessera

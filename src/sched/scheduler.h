@@ -1,0 +1,77 @@
+// Scheduler: each step decides, within a token budget and a cap on running
+// sequences, how many new tokens every sequence computes — decode tokens of
+// running sequences first, then chunks of waiting prompts (chunked prefill) in
+// priority and arrival order. Its output is {sequence -> number of new tokens};
+// prefill, decode and chunks are all just counts (vLLM v1's scheduler
+// interface). Admission (does a waiting sequence's prompt fit in KV memory) is
+// decided separately from batch composition (which tokens run this step).
+// When a running sequence needs a block and none is free, the running
+// sequence with the lowest priority, most recently admitted, is preempted by
+// recomputation: its blocks are released (full ones stay in the prefix cache)
+// and it returns to the queue. The oldest highest-priority sequence always
+// makes progress, so there is no deadlock or livelock. Pure host logic.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "kv/kv_cache_manager.h"
+#include "sched/seq_slot.h"
+#include "tessera/status.h"
+
+namespace tessera {
+
+struct SchedulerConfig {
+  int32_t max_num_seqs = 64;             // running sequences at most
+  int32_t max_num_batched_tokens = 512;  // tokens per step at most
+  int64_t max_model_len = 4096;          // prompt + output of one sequence at most
+};
+
+struct ScheduledSeq {
+  SeqSlot* seq;
+  int32_t num_new_tokens;  // tokens [num_computed, num_computed + num_new_tokens) run this step
+  bool needs_logits;       // the chunk reaches the sequence's last token: sample after it
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledSeq> scheduled;
+  std::vector<SeqSlot*> preempted;  // this step
+  int32_t num_tokens = 0;
+};
+
+class Scheduler {
+ public:
+  // Borrows `kv`, which owns the block accounting.
+  Scheduler(const SchedulerConfig& config, KvCacheManager& kv);
+
+  // Queues a sequence. Refuses (kInvalidArgument / kOutOfRange) one that can
+  // never fit: max_total_tokens beyond max_model_len or the whole cache.
+  Status add(SeqSlot* seq);
+  SchedulerOutput schedule();
+  // Advances num_computed by the scheduled counts and registers full blocks
+  // in the prefix cache.
+  void on_step_done(const SchedulerOutput& out);
+  // Removes a finished or cancelled sequence and frees its blocks.
+  void finish(SeqSlot* seq);
+
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  int64_t num_preemptions() const { return num_preemptions_; }
+  const SchedulerConfig& config() const { return config_; }
+
+ private:
+  void preempt(SeqSlot* seq);
+  void enqueue_waiting(SeqSlot* seq);
+  // Whether `seq` (after its prefix match) fits in KV memory now: its known
+  // tokens plus one to decode.
+  bool can_admit(const SeqSlot& seq) const;
+
+  SchedulerConfig config_;
+  KvCacheManager& kv_;
+  std::vector<SeqSlot*> running_;  // admission order
+  std::deque<SeqSlot*> waiting_;   // priority, then arrival
+  int64_t num_preemptions_ = 0;
+};
+
+}  // namespace tessera
