@@ -9,6 +9,7 @@
 
 #include "core/dtype.h"
 #include "model/model.h"
+#include "kv/kv_cache_spec.h"
 #include "tessera/status.h"
 
 namespace tessera::cli {
@@ -27,7 +28,7 @@ struct EngineFlags {
   int threads = 0;              // 0: physical cores
   int64_t ctx_size = 0;         // 0: min(trained context, 4096)
   std::string kv_cache_memory;  // e.g. "64MiB"; overrides ctx_size
-  std::string kv_cache_dtype = "f16";  // f16, bf16 or f32
+  std::string kv_cache_dtype = "f16";  // f16, bf16, f32 or int8
   std::string quantize;                 // load-time quantization (q8_0, q4_0, q4_k); empty: none
 };
 
@@ -41,7 +42,7 @@ Result<uint64_t> kv_memory_bytes(const EngineFlags& flags);
 LoadOptions load_options(const EngineFlags& flags);
 
 // DType of --kv-cache-dtype (validated by the flag's check).
-DType kv_dtype(const EngineFlags& flags);
+KvDtype kv_dtype(const EngineFlags& flags);
 
 // Prints "tessera: error: <message>" and returns exit code 1.
 int fail(const Status& status);

@@ -39,7 +39,7 @@ struct EngineConfig {
   int threads = 1;
   uint64_t kv_cache_memory = 0;  // bytes; 0: size by ctx_size
   int64_t ctx_size = 4096;       // tokens of one sequence (and the cache, when kv_cache_memory is 0)
-  DType kv_dtype = DType::kF16;
+  KvDtype kv_dtype = KvDtype::kF16;
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 512;
   bool enable_prefix_cache = true;

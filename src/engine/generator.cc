@@ -31,7 +31,7 @@ void append_sequence(ForwardBatch& b, const std::vector<int32_t>& tokens, int32_
 }  // namespace
 
 Result<std::unique_ptr<Generator>> Generator::create(const Model& model, ThreadPool& pool, const cpu::Kernels& kernels,
-                                                     uint64_t kv_memory_bytes, int64_t ctx_tokens, DType kv_dtype) {
+                                                     uint64_t kv_memory_bytes, int64_t ctx_tokens, KvDtype kv_dtype) {
   const ModelConfig& c = model.config();
   KvCacheSpec spec;
   spec.dtype = kv_dtype;

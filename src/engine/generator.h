@@ -43,10 +43,10 @@ struct GenerationResult {
 class Generator {
  public:
   // Sizes the KV cache from kv_memory_bytes (if non-zero) or ctx_tokens,
-  // storing K/V as kv_dtype (f16, bf16 or f32). Borrows model, pool and kernels.
+  // storing K/V as kv_dtype. Borrows model, pool and kernels.
   static Result<std::unique_ptr<Generator>> create(const Model& model, ThreadPool& pool, const cpu::Kernels& kernels,
                                                    uint64_t kv_memory_bytes, int64_t ctx_tokens,
-                                                   DType kv_dtype = DType::kF16);
+                                                   KvDtype kv_dtype = KvDtype::kF16);
 
   const KvCacheSpec& kv_spec() const { return kv_->spec(); }
   // Tokens one sequence can hold (prompt plus generated): ctx_tokens when

@@ -6,6 +6,34 @@
 
 namespace tessera {
 
+const char* kv_dtype_name(KvDtype t) {
+  switch (t) {
+    case KvDtype::kF16: return "f16";
+    case KvDtype::kBF16: return "bf16";
+    case KvDtype::kF32: return "f32";
+    case KvDtype::kInt8: return "int8";
+  }
+  return "?";
+}
+
+std::optional<KvDtype> kv_dtype_from_name(std::string_view name) {
+  for (KvDtype t : {KvDtype::kF16, KvDtype::kBF16, KvDtype::kF32, KvDtype::kInt8}) {
+    if (name == kv_dtype_name(t)) return t;
+  }
+  return std::nullopt;
+}
+
+uint64_t kv_head_bytes(KvDtype t, int32_t head_dim) {
+  const auto hd = static_cast<uint64_t>(head_dim);
+  switch (t) {
+    case KvDtype::kF16:
+    case KvDtype::kBF16: return 2 * hd;
+    case KvDtype::kF32: return 4 * hd;
+    case KvDtype::kInt8: return hd + sizeof(float);
+  }
+  return 0;
+}
+
 Status size_kv_cache(KvCacheSpec& spec, uint64_t memory_bytes, int64_t ctx_tokens) {
   const uint64_t block_bytes = spec.bytes_per_token() * static_cast<uint64_t>(spec.block_size);
   if (block_bytes == 0) return invalid_argument("KV cache has zero bytes per token");

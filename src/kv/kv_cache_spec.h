@@ -1,27 +1,38 @@
 // The shape of a paged KV cache and its memory arithmetic. Bytes per token =
-// 2 (K and V) x n_layers x n_kv_heads x head_dim x bytes per element.
+// 2 (K and V) x n_layers x n_kv_heads x head_dim x bytes per element
+// (plus one f32 scale per head and token for int8).
 #pragma once
 
 #include <cstdint>
 
-#include "core/dtype.h"
+#include <optional>
+#include <string_view>
 #include "tessera/status.h"
 
 namespace tessera {
 
 inline constexpr int32_t kDefaultKvBlockSize = 16;
 
+// Element type of the cached keys and values. kInt8 stores each head's row as
+// int8 with one f32 scale (symmetric, scale = max|x| / 127) per token and
+// head; attention reads it directly.
+enum class KvDtype { kF16, kBF16, kF32, kInt8 };
+
+const char* kv_dtype_name(KvDtype t);  // "f16", "bf16", "f32", "int8"
+std::optional<KvDtype> kv_dtype_from_name(std::string_view name);
+// Bytes of one head's row of head_dim elements (int8: plus its f32 scale).
+uint64_t kv_head_bytes(KvDtype t, int32_t head_dim);
+
 struct KvCacheSpec {
   int32_t n_layers = 0;
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0;
-  DType dtype = DType::kF16;  // element type of K and V (f16 or f32)
+  KvDtype dtype = KvDtype::kF16;
   int32_t block_size = kDefaultKvBlockSize;  // tokens per block
   int32_t num_blocks = 0;
 
   uint64_t bytes_per_token() const {
-    return 2ull * static_cast<uint64_t>(n_layers) * static_cast<uint64_t>(n_kv_heads) *
-           static_cast<uint64_t>(head_dim) * dtype_block_bytes(dtype);
+    return 2ull * static_cast<uint64_t>(n_layers) * static_cast<uint64_t>(n_kv_heads) * kv_head_bytes(dtype, head_dim);
   }
   int64_t capacity_tokens() const { return static_cast<int64_t>(num_blocks) * block_size; }
   uint64_t total_bytes() const { return bytes_per_token() * static_cast<uint64_t>(capacity_tokens()); }

@@ -21,7 +21,7 @@ struct Case {
   int n_heads, n_kv_heads, head_dim;
 };
 
-void run_case(const Case& c, Isa isa, DType kv_dtype) {
+void run_case(const Case& c, Isa isa, KvDtype kv_dtype) {
   KvCacheSpec spec;
   spec.dtype = kv_dtype;
   spec.n_layers = 2;
@@ -57,8 +57,7 @@ void run_case(const Case& c, Isa isa, DType kv_dtype) {
       }
       (*kv)->store(kernels_for(isa), layer, t.slot(p), krow.data(), vrow.data());
       // The reference reads back what the cache holds (rounded to its dtype).
-      dequantize_row(kv_dtype, (*kv)->k(layer, t.slot(p)), &k[static_cast<size_t>(p * kv_row)], kv_row);
-      dequantize_row(kv_dtype, (*kv)->v(layer, t.slot(p)), &v[static_cast<size_t>(p * kv_row)], kv_row);
+      (*kv)->load(layer, t.slot(p), &k[static_cast<size_t>(p * kv_row)], &v[static_cast<size_t>(p * kv_row)]);
       if (p >= cached) positions.push_back(p);
     }
     ks.push_back(std::move(k));
@@ -108,9 +107,9 @@ void run_case(const Case& c, Isa isa, DType kv_dtype) {
 
 TEST(PagedAttention, MatchesNaiveSoftmaxAttention) {
   for (Isa isa : supported_isas()) {
-    for (DType t : {DType::kF16, DType::kBF16, DType::kF32}) {
+    for (KvDtype t : {KvDtype::kF16, KvDtype::kBF16, KvDtype::kF32, KvDtype::kInt8}) {
       for (Case c : {Case{4, 4, 16}, Case{8, 2, 32}, Case{6, 1, 64}, Case{2, 2, 8}}) {
-        SCOPED_TRACE(std::string(isa_name(isa)) + " " + dtype_name(t) + " heads " + std::to_string(c.n_heads) + "/" +
+        SCOPED_TRACE(std::string(isa_name(isa)) + " " + kv_dtype_name(t) + " heads " + std::to_string(c.n_heads) + "/" +
                      std::to_string(c.n_kv_heads));
         run_case(c, isa, t);
       }

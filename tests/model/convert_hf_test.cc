@@ -127,7 +127,7 @@ TEST_P(ConvertFixture, F32GgufMatchesTransformersReference) {
   EXPECT_FALSE(model->has_tokenizer());  // the fixtures have no tokenizer.json
   const auto nv = static_cast<size_t>(model->config().n_vocab);
   ThreadPool pool(2);
-  auto gen = Generator::create(*model, pool, cpu::kernels(), 0, 256, DType::kF32);
+  auto gen = Generator::create(*model, pool, cpu::kernels(), 0, 256, KvDtype::kF32);
   ASSERT_TRUE(gen.ok());
   const bool bf16 = GetParam() == "llama_gqa_bf16";
   for (const Reference& r : load_reference(ref_path)) {
@@ -173,7 +173,7 @@ TEST(ConvertHf, F16AndQ8ArgmaxOfFirstPositions) {
     EXPECT_EQ(model->gguf()->get_int("general.file_type").value(), static_cast<int64_t>(gguf_file_type(dtype)));
     const auto nv = static_cast<size_t>(model->config().n_vocab);
     ThreadPool pool(2);
-    auto gen = Generator::create(*model, pool, cpu::kernels(), 0, 256, DType::kF32);
+    auto gen = Generator::create(*model, pool, cpu::kernels(), 0, 256, KvDtype::kF32);
     ASSERT_TRUE(gen.ok());
     for (const Reference& r : load_reference(ref_path)) {
       const auto logits = all_logits(**gen, r.input_ids);

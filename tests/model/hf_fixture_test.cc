@@ -83,7 +83,7 @@ TEST_P(HfFixture, MatchesTransformersReference) {
     SCOPED_TRACE(isa_name(isa));
     ThreadPool pool(2);
     // An f32 KV cache: the reference is float32 throughout (f16 K/V alone moves logits by ~1e-3).
-    auto gen = Generator::create(**model, pool, cpu::kernels_for(isa), 0, 256, DType::kF32);
+    auto gen = Generator::create(**model, pool, cpu::kernels_for(isa), 0, 256, KvDtype::kF32);
     ASSERT_TRUE(gen.ok());
     for (const Reference& r : refs) {
       const auto logits = all_logits(**gen, r.input_ids);

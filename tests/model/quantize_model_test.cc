@@ -94,7 +94,7 @@ TEST(QuantizeModel, Q4_K_MFileLoadsAndRuns) {
   EXPECT_EQ((*loadq)->weights().output.dtype, DType::kQ8_0);
   const std::vector<int32_t> prompt = {1, 300, 301, 302, 303};
   auto logits = [&](const Model& m) {
-    auto g = Generator::create(m, pool, cpu::kernels(), 0, 64, DType::kF32);
+    auto g = Generator::create(m, pool, cpu::kernels(), 0, 64, KvDtype::kF32);
     EXPECT_TRUE(g.ok());
     auto r = (*g)->prefill_logits(prompt, 8);
     EXPECT_TRUE(r.ok());

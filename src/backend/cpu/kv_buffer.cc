@@ -1,6 +1,7 @@
 #include "backend/cpu/kv_buffer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <new>
 
@@ -9,12 +10,9 @@
 namespace tessera::cpu {
 
 Result<std::unique_ptr<KvBuffer>> KvBuffer::create(const KvCacheSpec& spec) {
-  if (spec.dtype != DType::kF16 && spec.dtype != DType::kF32 && spec.dtype != DType::kBF16) {
-    return unimplemented(std::string("KV cache dtype ") + dtype_name(spec.dtype) + " (supported: f16, bf16, f32)");
-  }
   std::unique_ptr<KvBuffer> buf(new KvBuffer(spec));
   buf->row_elems_ = static_cast<int64_t>(spec.n_kv_heads) * spec.head_dim;
-  buf->row_bytes_ = buf->row_elems_ * static_cast<int64_t>(dtype_block_bytes(spec.dtype));
+  buf->row_bytes_ = static_cast<int64_t>(spec.n_kv_heads) * static_cast<int64_t>(kv_head_bytes(spec.dtype, spec.head_dim));
   const auto n = static_cast<size_t>(spec.n_layers * spec.capacity_tokens() * buf->row_bytes_);
   buf->k_.reset(new (std::nothrow) uint8_t[n]);
   buf->v_.reset(new (std::nothrow) uint8_t[n]);
@@ -22,29 +20,67 @@ Result<std::unique_ptr<KvBuffer>> KvBuffer::create(const KvCacheSpec& spec) {
   return buf;
 }
 
-void KvBuffer::store(const Kernels& kernels, int layer, int64_t slot, const float* k, const float* v) {
-  switch (spec_.dtype) {
-    case DType::kF16:
-      kernels.f32_to_f16_row(k, static_cast<uint16_t*>(this->k(layer, slot)), row_elems_);
-      kernels.f32_to_f16_row(v, static_cast<uint16_t*>(this->v(layer, slot)), row_elems_);
+namespace {
+
+// One head's row: int8 values then the f32 scale (symmetric, max|x| / 127).
+void store_int8_head(const float* x, uint8_t* dst, int64_t n) {
+  float amax = 0.0f;
+  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float scale = amax / 127.0f;
+  const float inv = scale > 0 ? 1.0f / scale : 0.0f;
+  auto* q = reinterpret_cast<int8_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(std::lround(x[i] * inv));
+  std::memcpy(dst + n, &scale, sizeof(scale));
+}
+
+void store_row(const Kernels& kernels, const KvCacheSpec& spec, const float* x, void* dst) {
+  const int64_t n = static_cast<int64_t>(spec.n_kv_heads) * spec.head_dim;
+  switch (spec.dtype) {
+    case KvDtype::kF16: kernels.f32_to_f16_row(x, static_cast<uint16_t*>(dst), n); return;
+    case KvDtype::kBF16: quantize_row(DType::kBF16, x, dst, n); return;
+    case KvDtype::kF32: std::memcpy(dst, x, static_cast<size_t>(n) * sizeof(float)); return;
+    case KvDtype::kInt8: {
+      const uint64_t head_bytes = kv_head_bytes(spec.dtype, spec.head_dim);
+      for (int32_t h = 0; h < spec.n_kv_heads; ++h) {
+        store_int8_head(x + static_cast<int64_t>(h) * spec.head_dim, static_cast<uint8_t*>(dst) + h * head_bytes,
+                        spec.head_dim);
+      }
       return;
-    case DType::kF32:
-    case DType::kBF16:
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kQ4_K:
-    case DType::kQ5_K:
-    case DType::kQ6_K:
-    case DType::kQ8_K:
-      quantize_row(spec_.dtype, k, this->k(layer, slot), row_elems_);
-      quantize_row(spec_.dtype, v, this->v(layer, slot), row_elems_);
-      return;
+    }
   }
+}
+
+void load_row(const KvCacheSpec& spec, const void* src, float* x) {
+  const int64_t n = static_cast<int64_t>(spec.n_kv_heads) * spec.head_dim;
+  switch (spec.dtype) {
+    case KvDtype::kF16: dequantize_row(DType::kF16, src, x, n); return;
+    case KvDtype::kBF16: dequantize_row(DType::kBF16, src, x, n); return;
+    case KvDtype::kF32: std::memcpy(x, src, static_cast<size_t>(n) * sizeof(float)); return;
+    case KvDtype::kInt8: {
+      const uint64_t head_bytes = kv_head_bytes(spec.dtype, spec.head_dim);
+      for (int32_t h = 0; h < spec.n_kv_heads; ++h) {
+        const auto* head = static_cast<const uint8_t*>(src) + h * head_bytes;
+        float scale;
+        std::memcpy(&scale, head + spec.head_dim, sizeof(scale));
+        for (int32_t i = 0; i < spec.head_dim; ++i) {
+          x[h * spec.head_dim + i] = scale * static_cast<float>(reinterpret_cast<const int8_t*>(head)[i]);
+        }
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+void KvBuffer::store(const Kernels& kernels, int layer, int64_t slot, const float* k, const float* v) {
+  store_row(kernels, spec_, k, this->k(layer, slot));
+  store_row(kernels, spec_, v, this->v(layer, slot));
+}
+
+void KvBuffer::load(int layer, int64_t slot, float* k, float* v) const {
+  load_row(spec_, this->k(layer, slot), k);
+  load_row(spec_, this->v(layer, slot), v);
 }
 
 void KvBuffer::copy_block(int32_t src, int32_t dst) {

@@ -1,6 +1,7 @@
 // KvBuffer: the CPU memory of a paged KV cache (layout from kv/kv_cache_spec.h).
 // Per layer, K and V are each [num_blocks * block_size, n_kv_heads, head_dim]
-// of spec.dtype (f16 by default; f32 and bf16 too), indexed by slot
+// of spec.dtype (f16 by default; bf16, f32, and int8 where each head's row is
+// followed by its f32 scale), indexed by slot
 // (block * block_size + offset); a block's rows are contiguous so attention
 // streams one block at a time.
 #pragma once
@@ -16,12 +17,12 @@ namespace tessera::cpu {
 
 class KvBuffer {
  public:
-  // Allocates spec.total_bytes(). Errors: a dtype other than f16, bf16 or
-  // f32 (kUnimplemented), allocation failure (kResourceExhausted).
+  // Allocates spec.total_bytes(). Errors: allocation failure (kResourceExhausted).
   static Result<std::unique_ptr<KvBuffer>> create(const KvCacheSpec& spec);
 
   const KvCacheSpec& spec() const { return spec_; }
-  // Row of slot `slot` in layer `layer`: [n_kv_heads, head_dim] of spec().dtype.
+  // Row of slot `slot` in layer `layer`: n_kv_heads head rows of
+  // kv_head_bytes(spec().dtype, head_dim) bytes each.
   void* k(int layer, int64_t slot) { return k_.get() + offset(layer, slot); }
   void* v(int layer, int64_t slot) { return v_.get() + offset(layer, slot); }
   const void* k(int layer, int64_t slot) const { return k_.get() + offset(layer, slot); }
@@ -29,6 +30,9 @@ class KvBuffer {
 
   // Converts k[n_kv_heads * head_dim] and v[...] (f32) into slot `slot`.
   void store(const Kernels& kernels, int layer, int64_t slot, const float* k, const float* v);
+  // Converts slot `slot` back to f32 k[n_kv_heads * head_dim] and v[...]
+  // (what attention sees). For tests and tools.
+  void load(int layer, int64_t slot, float* k, float* v) const;
   // Copies block `src`'s K and V rows of every layer into block `dst`.
   void copy_block(int32_t src, int32_t dst);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -16,51 +17,47 @@ struct Item {
   const AttentionSeq* seq;
 };
 
-// q · k for a key row of the cache's dtype.
-float dot_key(const Kernels& k, DType t, const void* key, const float* q, int64_t n) {
+// q · k for one head's key row of the cache's dtype.
+float dot_key(const Kernels& k, KvDtype t, const uint8_t* key, const float* q, int64_t n) {
   switch (t) {
-    case DType::kF16: return k.dot_f16(static_cast<const uint16_t*>(key), q, n);
-    case DType::kBF16: return k.dot_bf16(static_cast<const uint16_t*>(key), q, n);
-    case DType::kF32:
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kQ4_K:
-    case DType::kQ5_K:
-    case DType::kQ6_K:
-    case DType::kQ8_K: break;
+    case KvDtype::kF16: return k.dot_f16(reinterpret_cast<const uint16_t*>(key), q, n);
+    case KvDtype::kBF16: return k.dot_bf16(reinterpret_cast<const uint16_t*>(key), q, n);
+    case KvDtype::kF32: return k.dot_f32(reinterpret_cast<const float*>(key), q, n);
+    case KvDtype::kInt8: {
+      const auto* v = reinterpret_cast<const int8_t*>(key);
+      float sum = 0.0f;
+      for (int64_t i = 0; i < n; ++i) sum += q[i] * static_cast<float>(v[i]);
+      float scale;
+      std::memcpy(&scale, key + n, sizeof(scale));
+      return sum * scale;
+    }
   }
-  return k.dot_f32(static_cast<const float*>(key), q, n);
+  return 0.0f;
 }
 
-// out += p * value for a value row of the cache's dtype.
-void add_value(const Kernels& k, DType t, float p, const void* value, float* out, int64_t n) {
+// out += p * value for one head's value row of the cache's dtype.
+void add_value(const Kernels& k, KvDtype t, float p, const uint8_t* value, float* out, int64_t n) {
   switch (t) {
-    case DType::kF16: k.axpy_f16(p, static_cast<const uint16_t*>(value), out, n); return;
-    case DType::kBF16: {
-      const auto* v = static_cast<const uint16_t*>(value);
+    case KvDtype::kF16: k.axpy_f16(p, reinterpret_cast<const uint16_t*>(value), out, n); return;
+    case KvDtype::kBF16: {
+      const auto* v = reinterpret_cast<const uint16_t*>(value);
       for (int64_t i = 0; i < n; ++i) out[i] += p * bf16_to_fp32(v[i]);
       return;
     }
-    case DType::kF32:
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kQ4_K:
-    case DType::kQ5_K:
-    case DType::kQ6_K:
-    case DType::kQ8_K: break;
+    case KvDtype::kF32: {
+      const auto* v = reinterpret_cast<const float*>(value);
+      for (int64_t i = 0; i < n; ++i) out[i] += p * v[i];
+      return;
+    }
+    case KvDtype::kInt8: {
+      float scale;
+      std::memcpy(&scale, value + n, sizeof(scale));
+      const float ps = p * scale;
+      const auto* v = reinterpret_cast<const int8_t*>(value);
+      for (int64_t i = 0; i < n; ++i) out[i] += ps * static_cast<float>(v[i]);
+      return;
+    }
   }
-  const auto* v = static_cast<const float*>(value);
-  for (int64_t i = 0; i < n; ++i) out[i] += p * v[i];
 }
 
 void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int32_t pos,
@@ -78,8 +75,8 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
     std::fill(out + static_cast<int64_t>(g) * hd, out + static_cast<int64_t>(g + 1) * hd, 0.0f);
   }
   const int32_t n_ctx = pos + 1;
-  const DType t = kv.spec().dtype;
-  const int64_t head_off = static_cast<int64_t>(kv_head) * hd * static_cast<int64_t>(dtype_block_bytes(t));
+  const KvDtype t = kv.spec().dtype;
+  const auto head_off = static_cast<int64_t>(static_cast<uint64_t>(kv_head) * kv_head_bytes(t, hd));
   for (int32_t start = 0; start < n_ctx; start += bs) {
     const int64_t slot0 = static_cast<int64_t>(seq.block_table[static_cast<size_t>(start / bs)]) * bs;
     const int32_t n = std::min(bs, n_ctx - start);
