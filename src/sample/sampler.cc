@@ -59,40 +59,52 @@ void Sampler::apply_penalties(std::vector<float>& logits) const {
   }
 }
 
+namespace {
+bool by_logit(const auto& a, const auto& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); }
+}  // namespace
+
+// The k best finite logits of work_, sorted, by one scan with a size-k
+// min-heap: O(V) with rare O(log k) updates, no copy of the vocabulary.
+void Sampler::select_top_k(size_t k) {
+  cand_.clear();
+  auto worse_on_top = [](const Candidate& a, const Candidate& b) { return by_logit(a, b); };
+  for (size_t i = 0; i < work_.size(); ++i) {
+    const float v = work_[i];
+    if (v == kNegInf) continue;
+    const Candidate c{static_cast<int32_t>(i), v, 0.0};
+    if (cand_.size() < k) {
+      cand_.push_back(c);
+      std::push_heap(cand_.begin(), cand_.end(), worse_on_top);
+    } else if (by_logit(c, cand_.front())) {
+      std::pop_heap(cand_.begin(), cand_.end(), worse_on_top);
+      cand_.back() = c;
+      std::push_heap(cand_.begin(), cand_.end(), worse_on_top);
+    }
+  }
+  std::sort(cand_.begin(), cand_.end(), by_logit<Candidate, Candidate>);
+  sorted_ = true;
+}
+
 // Keeps the smallest prefix (in descending probability) whose mass reaches
-// top_p. Sorts progressively larger heads with nth_element + sort instead of
-// the whole vocabulary.
-void Sampler::truncate_top_p(std::vector<double>& p) {
+// top_p. Orders progressively larger heads with nth_element + sort instead
+// of sorting the whole vocabulary.
+void Sampler::truncate_top_p() {
   const size_t n = cand_.size();
-  auto by_logit = [](const Candidate& a, const Candidate& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); };
   double total = 0;
-  for (double v : p) total += v;
+  for (const Candidate& c : cand_) total += c.p;
   const double target = params_.top_p * total;
   size_t head = sorted_ ? n : std::min<size_t>(n, 64);
   for (;;) {
     if (!sorted_) {
-      // p is indexed like cand_: recompute it after reordering.
-      std::vector<size_t> order(n);
-      for (size_t i = 0; i < n; ++i) order[i] = i;
-      auto cmp = [&](size_t a, size_t b) { return by_logit(cand_[a], cand_[b]); };
-      std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(head - 1), order.end(), cmp);
-      std::sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(head), cmp);
-      std::vector<Candidate> c2(n);
-      std::vector<double> p2(n);
-      for (size_t i = 0; i < n; ++i) {
-        c2[i] = cand_[order[i]];
-        p2[i] = p[order[i]];
-      }
-      cand_.swap(c2);
-      p.swap(p2);
-      if (head == n) sorted_ = true;
+      std::nth_element(cand_.begin(), cand_.begin() + static_cast<std::ptrdiff_t>(head - 1), cand_.end(),
+                       by_logit<Candidate, Candidate>);
+      std::sort(cand_.begin(), cand_.begin() + static_cast<std::ptrdiff_t>(head), by_logit<Candidate, Candidate>);
     }
     double cum = 0;
     for (size_t i = 0; i < head; ++i) {
-      cum += p[i];
+      cum += cand_[i].p;
       if (cum >= target) {
         cand_.resize(i + 1);
-        p.resize(i + 1);
         sorted_ = true;
         return;
       }
@@ -104,95 +116,76 @@ void Sampler::truncate_top_p(std::vector<double>& p) {
 
 // Locally typical sampling: keep the tokens whose surprisal is closest to the
 // entropy until their mass reaches typical_p.
-void Sampler::apply_typical(std::vector<double>& p) {
+void Sampler::apply_typical() {
   double total = 0;
-  for (double v : p) total += v;
+  for (const Candidate& c : cand_) total += c.p;
   double entropy = 0;
-  for (double v : p) {
-    if (v > 0) entropy -= (v / total) * std::log(v / total);
+  for (const Candidate& c : cand_) {
+    if (c.p > 0) entropy -= (c.p / total) * std::log(c.p / total);
   }
-  std::vector<size_t> order(p.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  auto dist = [&](size_t i) { return std::fabs(-std::log(p[i] / total) - entropy); };
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+  auto dist = [&](const Candidate& c) { return std::fabs(-std::log(c.p / total) - entropy); };
+  std::sort(cand_.begin(), cand_.end(), [&](const Candidate& a, const Candidate& b) {
     const double da = dist(a), db = dist(b);
-    return da < db || (da == db && cand_[a].id < cand_[b].id);
+    return da < db || (da == db && a.id < b.id);
   });
   double cum = 0;
-  size_t keep = order.size();
-  for (size_t i = 0; i < order.size(); ++i) {
-    cum += p[order[i]] / total;
+  for (size_t i = 0; i < cand_.size(); ++i) {
+    cum += cand_[i].p / total;
     if (cum >= params_.typical_p) {
-      keep = i + 1;
+      cand_.resize(i + 1);
       break;
     }
   }
-  std::vector<Candidate> c2(keep);
-  std::vector<double> p2(keep);
-  for (size_t i = 0; i < keep; ++i) {
-    c2[i] = cand_[order[i]];
-    p2[i] = p[order[i]];
-  }
-  cand_.swap(c2);
-  p.swap(p2);
   sorted_ = false;
 }
 
 Result<int32_t> Sampler::sample(std::span<const float> logits, int64_t position, std::span<const int32_t> suppressed) {
   work_.assign(logits.begin(), logits.end());
-  for (float v : work_) {
-    if (std::isnan(v) || v == std::numeric_limits<float>::infinity()) {
-      return invalid_argument("the model produced NaN or +Inf logits");
-    }
-  }
   for (const auto& [id, bias] : params_.logit_bias) work_[static_cast<size_t>(id)] += bias;
   apply_penalties(work_);
   for (int32_t id : suppressed) {
     if (id >= 0 && static_cast<size_t>(id) < work_.size()) work_[static_cast<size_t>(id)] = kNegInf;
   }
-  const int32_t best = argmax(work_);
-  if (work_[static_cast<size_t>(best)] == kNegInf) return invalid_argument("every token has zero probability");
-  if (params_.temperature <= 0.0f) return best;
+  // One pass: reject NaN / +Inf and find the best token.
+  size_t best = 0;
+  bool bad = false;
+  for (size_t i = 0; i < work_.size(); ++i) {
+    const float v = work_[i];
+    bad |= std::isnan(v) || v == std::numeric_limits<float>::infinity();
+    if (v > work_[best]) best = i;
+  }
+  if (bad || std::isnan(work_[0])) return invalid_argument("the model produced NaN or +Inf logits");
+  if (work_[best] == kNegInf) return invalid_argument("every token has zero probability");
+  if (params_.temperature <= 0.0f) return static_cast<int32_t>(best);
 
   const float inv_t = 1.0f / params_.temperature;
-  cand_.clear();
-  for (size_t i = 0; i < work_.size(); ++i) {
-    if (work_[i] != kNegInf) cand_.push_back({static_cast<int32_t>(i), work_[i] * inv_t});
-  }
-  sorted_ = false;
-  auto by_logit = [](const Candidate& a, const Candidate& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); };
-  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < cand_.size()) {
-    const auto k = static_cast<std::ptrdiff_t>(params_.top_k);
-    std::nth_element(cand_.begin(), cand_.begin() + k - 1, cand_.end(), by_logit);
-    cand_.resize(static_cast<size_t>(k));
-    std::sort(cand_.begin(), cand_.end(), by_logit);
-    sorted_ = true;
-  }
-  // Softmax over the candidates (one pass for the max, one for exp).
-  const float max = work_[static_cast<size_t>(best)] * inv_t;
-  std::vector<double> p(cand_.size());
-  for (size_t i = 0; i < cand_.size(); ++i) p[i] = std::exp(static_cast<double>(cand_[i].logit - max));
-  if (params_.top_p < 1.0f) truncate_top_p(p);
-  if (params_.min_p > 0.0f) {
-    // The max-probability token has p = exp(0) = 1 before normalisation.
-    size_t out = 0;
-    for (size_t i = 0; i < cand_.size(); ++i) {
-      if (p[i] >= params_.min_p) {
-        cand_[out] = cand_[i];
-        p[out++] = p[i];
-      }
+  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < work_.size()) {
+    select_top_k(static_cast<size_t>(params_.top_k));
+  } else {
+    cand_.clear();
+    for (size_t i = 0; i < work_.size(); ++i) {
+      if (work_[i] != kNegInf) cand_.push_back({static_cast<int32_t>(i), work_[i], 0.0});
     }
-    cand_.resize(out);
-    p.resize(out);
+    sorted_ = false;
   }
-  if (params_.typical_p < 1.0f && cand_.size() > 1) apply_typical(p);
+  // Softmax numerators relative to the best token (p = 1 for it).
+  const float max = work_[best] * inv_t;
+  for (Candidate& c : cand_) {
+    c.logit *= inv_t;
+    c.p = std::exp(static_cast<double>(c.logit - max));
+  }
+  if (params_.top_p < 1.0f) truncate_top_p();
+  if (params_.min_p > 0.0f) {
+    std::erase_if(cand_, [&](const Candidate& c) { return c.p < params_.min_p; });
+  }
+  if (params_.typical_p < 1.0f && cand_.size() > 1) apply_typical();
   double total = 0;
-  for (double v : p) total += v;
+  for (const Candidate& c : cand_) total += c.p;
   const double u = uniform(params_.seed, position) * total;
   double cum = 0;
-  for (size_t i = 0; i < cand_.size(); ++i) {
-    cum += p[i];
-    if (u < cum) return cand_[i].id;
+  for (const Candidate& c : cand_) {
+    cum += c.p;
+    if (u < cum) return c.id;
   }
   return cand_.back().id;
 }

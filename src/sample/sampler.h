@@ -50,11 +50,13 @@ class Sampler {
  private:
   struct Candidate {
     int32_t id;
-    float logit;
+    float logit;  // after bias, penalties and temperature
+    double p;     // unnormalised probability exp(logit - max)
   };
   void apply_penalties(std::vector<float>& logits) const;
-  void truncate_top_p(std::vector<double>& p);
-  void apply_typical(std::vector<double>& p);
+  void select_top_k(size_t k);
+  void truncate_top_p();
+  void apply_typical();
 
   SamplingParams params_;
   std::unordered_set<int32_t> seen_;                  // prompt and output tokens (repetition penalty)
