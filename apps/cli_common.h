@@ -64,5 +64,6 @@ Runner register_quantize(CLI::App& app);
 Runner register_perplexity(CLI::App& app);
 Runner register_chat(CLI::App& app);
 Runner register_bench_serving(CLI::App& app);
+Runner register_serve(CLI::App& app);
 
 }  // namespace tessera::cli

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
       {"perplexity", tessera::cli::register_perplexity(app)},
       {"chat", tessera::cli::register_chat(app)},
       {"bench-serving", tessera::cli::register_bench_serving(app)},
+      {"serve", tessera::cli::register_serve(app)},
   };
   try {
     app.parse(argc, argv);

@@ -1,0 +1,96 @@
+// `tessera serve`: an OpenAI-compatible HTTP server (src/server/) over the
+// continuous-batching engine. SIGINT / SIGTERM stop it cleanly (exit 0).
+#include <fmt/core.h>
+
+#include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
+
+#include <boost/asio.hpp>
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "backend/cpu/kernels.h"
+#include "cli_common.h"
+#include "core/byte_size.h"
+#include "engine/engine.h"
+#include "server/http_server.h"
+
+namespace tessera::cli {
+
+namespace {
+
+struct ServeOptions {
+  EngineFlags engine;
+  SchedulerFlags sched;
+  server::ServerConfig server;
+  std::string template_file;
+};
+
+int serve_main(ServeOptions o) {
+  auto kv_bytes = kv_memory_bytes(o.engine);
+  if (!kv_bytes.ok()) return fail(kv_bytes.status());
+  if (!o.template_file.empty()) {
+    std::ifstream in(o.template_file, std::ios::binary);
+    if (!in) return fail(not_found(o.template_file + ": cannot open chat template"));
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    o.server.chat_template = ss.str();
+  }
+  auto model = Model::load(o.engine.model, load_options(o.engine));
+  if (!model.ok()) return fail(model.status());
+  const Model& m = **model;
+  EngineConfig cfg;
+  cfg.threads = resolve_threads(o.engine);
+  cfg.kv_cache_memory = *kv_bytes;
+  cfg.ctx_size = o.engine.ctx_size > 0 ? o.engine.ctx_size : std::min(m.config().context_length, 4096);
+  cfg.kv_dtype = kv_dtype(o.engine);
+  cfg.max_num_seqs = o.sched.max_num_seqs;
+  cfg.max_num_batched_tokens = o.sched.max_num_batched_tokens;
+  cfg.enable_prefix_cache = !o.sched.no_prefix_cache;
+  auto engine = Engine::create(m, cfg);
+  if (!engine.ok()) return fail(engine.status());
+  auto srv = server::Server::create(**engine, m, o.server);
+  if (!srv.ok()) return fail(srv.status());
+  (*engine)->start();
+  if (Status st = (*srv)->start(); !st.ok()) {
+    (*engine)->stop();
+    return fail(st);
+  }
+  boost::asio::io_context signals_ioc;
+  boost::asio::signal_set signals(signals_ioc, SIGINT, SIGTERM);
+  signals.async_wait([](const boost::system::error_code&, int) {});
+  const KvCacheSpec& spec = (*engine)->kv_spec();
+  fmt::print(stderr, "tessera serve: listening on http://{}:{} serving model '{}' ({}; {} threads, KV cache {} tokens, {})\n",
+             o.server.host, (*srv)->port(), (*srv)->state().protocol.served_model, o.engine.model, cfg.threads,
+             spec.capacity_tokens(), format_byte_size(spec.total_bytes()));
+  signals_ioc.run();  // until SIGINT / SIGTERM
+  fmt::print(stderr, "tessera serve: shutting down\n");
+  (*srv)->stop(std::chrono::milliseconds(5000));
+  (*engine)->stop();
+  srv->reset();
+  return 0;
+}
+
+}  // namespace
+
+Runner register_serve(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* sub = app.add_subcommand("serve", "Serve the model over an OpenAI-compatible HTTP API");
+  add_engine_flags(*sub, o->engine);
+  add_scheduler_flags(*sub, o->sched);
+  sub->add_option("--host", o->server.host, "Address to listen on")->capture_default_str();
+  sub->add_option("--port", o->server.port, "TCP port (0: any free port)")->capture_default_str();
+  sub->add_option("--served-model-name", o->server.served_model_name, "Model name clients use (default: the file name)");
+  sub->add_option("--api-key", o->server.api_key, "Require 'Authorization: Bearer KEY' on /v1 endpoints");
+  sub->add_option("--max-queue", o->server.max_queue, "Requests admitted at once (running + waiting); beyond: 429")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  sub->add_option("--max-body-bytes", o->server.max_body_bytes, "Largest request body; beyond: 413")
+      ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 32))
+      ->capture_default_str();
+  sub->add_option("--chat-template", o->template_file, "Jinja chat template file (overrides the model's)");
+  return [o] { return serve_main(*o); };
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,67 @@
+// One OpenAI completion or chat request while it runs: collects the engine's
+// events for each of its prompts and choices and builds the response — a
+// single JSON body, or server-sent events (https://html.spec.whatwg.org/
+// multipage/server-sent-events.html: `data: <json>\n\n` per chunk, then
+// `data: [DONE]`) shaped like OpenAI's completion / chat.completion.chunk
+// objects. Not thread-safe: the owning connection drives it on its strand.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "server/openai_protocol.h"
+
+namespace tessera::server {
+
+class CompletionJob {
+ public:
+  // `tokenizer` may be null (token pieces are then written as ids).
+  CompletionJob(ParsedRequest request, std::string id, int64_t created, const Tokenizer* tokenizer);
+
+  const ParsedRequest& request() const { return request_; }
+  size_t num_prompts() const { return request_.prompts.size(); }
+  bool streaming() const { return request_.stream; }
+
+  // The SSE text sent before any token (chat: a role delta per choice).
+  std::string stream_preamble() const;
+  // One step of prompt `p`'s choice `ev.choice`; returns its SSE chunk when streaming ("" otherwise).
+  std::string on_step(size_t p, const StreamEvent& ev);
+  // Prompt `p` ended; returns its final SSE chunks (finish_reason) when streaming.
+  std::string on_finished(size_t p, const RequestEvent& ev);
+  bool done() const { return finished_ == request_.prompts.size(); }
+  // The first error of any prompt (engine failure), if any.
+  const std::optional<Status>& error() const { return error_; }
+  // After done(): the full response object (non-streaming).
+  nlohmann::json response() const;
+  // After done(): the usage chunk (when include_usage) and `data: [DONE]`.
+  std::string stream_epilogue() const;
+  // The request's metrics per prompt (valid once finished).
+  const std::vector<RequestMetrics>& metrics() const { return metrics_; }
+
+ private:
+  nlohmann::json usage() const;
+  nlohmann::json chunk(nlohmann::json choices) const;
+  nlohmann::json logprobs_json(const std::vector<TokenLogprobs>& lps) const;
+  std::string piece(int32_t id) const;
+
+  ParsedRequest request_;
+  std::string id_;
+  int64_t created_;
+  const Tokenizer* tokenizer_;
+  std::vector<ChoiceResult> results_;   // [prompt * n + choice]
+  std::vector<RequestMetrics> metrics_;  // [prompt]
+  size_t finished_ = 0;
+  std::optional<Status> error_;
+};
+
+// `data: <json>\n\n`.
+std::string sse_event(const nlohmann::json& j);
+// Dumps JSON replacing invalid UTF-8 (generated text may hold any bytes).
+std::string dump_json(const nlohmann::json& j);
+
+}  // namespace tessera::server

@@ -1,0 +1,82 @@
+// The OpenAI-compatible HTTP server: a Boost.Beast / Asio listener with a
+// small io_context thread pool; each connection runs on its own strand and
+// talks to the Engine only through its public, thread-safe API. Engine
+// callbacks (engine thread) hand their data to the connection's strand with
+// asio::post, so a slow client never blocks the engine.
+//
+// Routes: POST /v1/completions, POST /v1/chat/completions (JSON or SSE),
+// GET /v1/models, GET /health, GET /metrics (Prometheus text format),
+// POST /tokenize, POST /detokenize.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+#include "server/openai_protocol.h"
+#include "server/server_metrics.h"
+
+namespace tessera::server {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;               // 0: an ephemeral port (see Server::port())
+  std::string served_model_name;      // the `model` clients use; empty: the model file's name
+  std::string api_key;                // non-empty: /v1/*, /tokenize and /detokenize need `Authorization: Bearer KEY`
+  int32_t max_queue = 512;            // requests admitted at once (running + waiting); beyond: 429
+  uint64_t max_body_bytes = 1 << 20;  // larger bodies: 413
+  int io_threads = 2;
+  std::string chat_template;          // Jinja source; empty: the model's own
+};
+
+// State shared by every connection (thread-safe members only).
+struct ServerState {
+  Engine* engine = nullptr;
+  const Model* model = nullptr;
+  ServerConfig config;
+  std::optional<ChatTemplate> chat_template;
+  ProtocolContext protocol;
+  ServerMetrics metrics;
+  std::atomic<int32_t> in_flight{0};   // engine requests submitted and not yet finished
+  std::atomic<bool> stopping{false};
+  std::atomic<uint64_t> next_id{1};
+  std::mutex mu;                        // guards active
+  std::set<uint64_t> active;            // engine request ids in flight
+};
+
+class Server {
+ public:
+  // Borrows `engine` (already start()ed by the caller) and `model`. Errors:
+  // a chat template that does not parse.
+  static Result<std::unique_ptr<Server>> create(Engine& engine, const Model& model, ServerConfig config);
+  ~Server();
+
+  // Binds host:port, starts accepting and the io threads. Errors: bad
+  // address, port in use.
+  Status start();
+  // The bound port (after start()).
+  uint16_t port() const { return port_; }
+  const ServerState& state() const { return *state_; }
+  // Stops accepting, cancels every running request, waits up to `grace` for
+  // their connections to finish, then stops the io threads. Idempotent.
+  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
+
+ private:
+  Server() = default;
+  struct Impl;
+  std::shared_ptr<ServerState> state_;
+  std::unique_ptr<Impl> impl_;
+  std::vector<std::thread> threads_;
+  uint16_t port_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace tessera::server

@@ -1,0 +1,289 @@
+#include "server/http_session.h"
+
+#include <fmt/core.h>
+
+#include <chrono>
+
+namespace tessera::server {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using nlohmann::json;
+
+// A copy of one engine event, made on the engine thread and read on the strand.
+struct HttpSession::EngineEvent {
+  StreamEvent step;
+  std::optional<TokenLogprobs> logprobs;
+  bool finished = false;
+  std::vector<ChoiceResult> results;
+  RequestMetrics metrics;
+  Status error;
+  bool cancelled = false;
+};
+
+HttpSession::HttpSession(asio::ip::tcp::socket&& socket, std::shared_ptr<ServerState> state)
+    : stream_(std::move(socket)), state_(std::move(state)) {}
+
+void HttpSession::run() {
+  asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
+}
+
+void HttpSession::do_read() {
+  if (closed_) return;
+  parser_.emplace();
+  parser_->body_limit(state_->config.max_body_bytes);
+  stream_.expires_after(std::chrono::seconds(300));
+  http::async_read(stream_, buffer_, *parser_,
+                   [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+}
+
+void HttpSession::on_read(beast::error_code ec) {
+  if (ec == http::error::body_limit) {
+    keep_alive_ = false;
+    state_->metrics.count_error(413);
+    return send(error_reply(ApiError{413, "the request body exceeds " + std::to_string(state_->config.max_body_bytes) +
+                                              " bytes", "invalid_request_error", {}, "request_too_large"}));
+  }
+  if (ec) return close();
+  handle(parser_->release());
+}
+
+void HttpSession::handle(Request req) {
+  keep_alive_ = req.keep_alive();
+  std::string_view target(req.target().data(), req.target().size());
+  const std::string_view path = target.substr(0, target.find('?'));
+  const std::string_view method(req.method_string().data(), req.method_string().size());
+  const bool open = path == "/health" || path == "/metrics";
+  if (!open && !state_->config.api_key.empty()) {
+    auto auth = req.find(http::field::authorization);
+    if (auth == req.end() || auth->value() != "Bearer " + state_->config.api_key) {
+      return send(error_reply(ApiError{401, "missing or wrong API key (Authorization: Bearer KEY)",
+                                       "authentication_error", {}, "invalid_api_key"}));
+    }
+  }
+  if (auto reply = handle_simple_route(method, path, req.body(), *state_)) return send(std::move(*reply));
+  Endpoint endpoint;
+  if (path == "/v1/completions") {
+    endpoint = Endpoint::kCompletions;
+  } else if (path == "/v1/chat/completions") {
+    endpoint = Endpoint::kChat;
+  } else {
+    return send(error_reply(ApiError{404, "no route " + std::string(path), "invalid_request_error", {}, "not_found"}));
+  }
+  if (method != "POST") {
+    return send(error_reply(ApiError{405, std::string(path) + " takes POST", "invalid_request_error", {}, "method_not_allowed"}));
+  }
+  if (state_->stopping.load()) return send(error_reply(ApiError{503, "the server is shutting down", "server_error", {}, {}}));
+  auto parsed = parse_request(req.body(), endpoint, state_->protocol);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return send(error_reply(*e));
+  start_job(std::move(std::get<ParsedRequest>(parsed)));
+}
+
+void HttpSession::send(Reply reply) {
+  if (reply.status >= 400) state_->metrics.count_error(reply.status);
+  auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(reply.status), 11);
+  res->set(http::field::server, "tessera");
+  res->set(http::field::content_type, reply.content_type);
+  for (const auto& [k, v] : reply.headers) res->set(k, v);
+  res->keep_alive(keep_alive_);
+  res->body() = std::move(reply.body);
+  res->prepare_payload();
+  http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
+    if (ec) return self->close();
+    self->response_complete();
+  });
+}
+
+void HttpSession::start_job(ParsedRequest request) {
+  const auto n_prompts = static_cast<int32_t>(request.prompts.size());
+  if (state_->in_flight.load() + n_prompts > state_->config.max_queue) {
+    return send(error_reply(ApiError{429, "the server is at capacity (" + std::to_string(state_->config.max_queue) +
+                                              " requests); retry later", "rate_limit_error", {}, "queue_full"}));
+  }
+  const bool chat = request.endpoint == Endpoint::kChat;
+  const std::string id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", state_->next_id.fetch_add(1));
+  const int64_t created =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  job_ = std::make_unique<CompletionJob>(std::move(request), id, created,
+                                         state_->model->has_tokenizer() ? &state_->model->tokenizer() : nullptr);
+  job_ids_.clear();
+  pending_ = 0;
+  submit_error_.reset();
+  stream_ending_ = false;
+  const ParsedRequest& req = job_->request();
+  for (size_t p = 0; p < req.prompts.size(); ++p) {
+    ++state_->in_flight;
+    auto cb = [self = shared_from_this(), p, state = state_](const RequestEvent& ev) {
+      auto copy = std::make_shared<EngineEvent>();
+      copy->finished = ev.request_finished;
+      if (ev.request_finished) {
+        if (ev.results) copy->results = *ev.results;
+        if (ev.metrics) copy->metrics = *ev.metrics;
+        copy->error = ev.error;
+        copy->cancelled = ev.cancelled;
+      } else {
+        copy->step = ev.step;
+        if (ev.step.logprobs) copy->logprobs = *ev.step.logprobs;
+        copy->step.logprobs = nullptr;
+      }
+      asio::post(self->stream_.get_executor(), [self, p, copy] { self->on_engine_event(p, copy); });
+      if (ev.request_finished) {
+        {
+          std::lock_guard<std::mutex> lock(state->mu);
+          state->active.erase(ev.request_id);
+        }
+        --state->in_flight;
+      }
+    };
+    auto rid = state_->engine->submit(req.prompts[p], req.options, std::move(cb));
+    if (!rid.ok()) {
+      --state_->in_flight;
+      submit_error_ = status_error(rid.status(), chat ? "messages" : "prompt");
+      for (uint64_t e : job_ids_) state_->engine->cancel(e);
+      break;
+    }
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->active.insert(*rid);
+    }
+    job_ids_.push_back(*rid);
+    ++pending_;
+  }
+  if (pending_ == 0) {
+    job_.reset();
+    return send(error_reply(*submit_error_));
+  }
+  stream_.expires_never();
+  if (job_->streaming() && !submit_error_) {
+    writes_.push_back(
+        "HTTP/1.1 200 OK\r\nServer: tessera\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+        "Transfer-Encoding: chunked\r\n" +
+        std::string(keep_alive_ ? "" : "Connection: close\r\n") + "\r\n");
+    if (auto pre = job_->stream_preamble(); !pre.empty()) write_chunk(std::move(pre));
+    do_write();
+  }
+  watch();
+}
+
+void HttpSession::on_engine_event(size_t prompt, const std::shared_ptr<EngineEvent>& ev) {
+  if (!job_) return;
+  const bool live = job_->streaming() && !submit_error_ && !closed_;
+  if (!ev->finished) {
+    ev->step.logprobs = ev->logprobs ? &*ev->logprobs : nullptr;
+    std::string chunk = job_->on_step(prompt, ev->step);
+    if (live && !chunk.empty()) write_chunk(std::move(chunk));
+    return;
+  }
+  RequestEvent re;
+  re.request_finished = true;
+  re.results = &ev->results;
+  re.metrics = &ev->metrics;
+  re.error = ev->error;
+  re.cancelled = ev->cancelled;
+  if (ev->error.ok() && !ev->cancelled) state_->metrics.observe(ev->metrics);
+  std::string chunk = job_->on_finished(prompt, re);
+  if (live && !chunk.empty()) write_chunk(std::move(chunk));
+  if (--pending_ == 0) on_job_done();
+}
+
+void HttpSession::on_job_done() {
+  if (closed_) {
+    job_.reset();
+    return close();
+  }
+  if (submit_error_) {
+    job_.reset();
+    return send(error_reply(*submit_error_));
+  }
+  if (job_->streaming()) {
+    if (const auto& err = job_->error()) {
+      write_chunk(sse_event(api_error_body(status_error(*err))));
+    } else if (state_->stopping.load()) {
+      write_chunk(sse_event(api_error_body(ApiError{503, "the server is shutting down", "server_error", {}, {}})));
+    }
+    write_chunk(job_->stream_epilogue());
+    writes_.push_back("0\r\n\r\n");
+    stream_ending_ = true;
+    do_write();
+    return;
+  }
+  if (const auto& err = job_->error()) {
+    auto e = status_error(*err);
+    job_.reset();
+    return send(error_reply(e));
+  }
+  Reply r{200, dump_json(job_->response()), "application/json", {}};
+  job_.reset();
+  send(std::move(r));
+}
+
+void HttpSession::write_chunk(std::string data) {
+  if (data.empty()) return;
+  writes_.push_back(fmt::format("{:x}\r\n", data.size()) + data + "\r\n");
+  do_write();
+}
+
+void HttpSession::do_write() {
+  if (writing_ || closed_) return;
+  if (writes_.empty()) {
+    if (stream_ending_) {
+      stream_ending_ = false;
+      job_.reset();
+      response_complete();
+    }
+    return;
+  }
+  writing_ = true;
+  asio::async_write(stream_, asio::buffer(writes_.front()), [self = shared_from_this()](beast::error_code ec, size_t) {
+    self->writing_ = false;
+    self->writes_.pop_front();
+    if (ec) return self->client_gone();
+    self->do_write();
+  });
+}
+
+void HttpSession::watch() {
+  if (watching_ || closed_) return;
+  watching_ = true;
+  stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
+    self->watching_ = false;
+    if (!ec) self->buffer_.commit(n);
+    if (self->resume_after_watch_) {
+      self->resume_after_watch_ = false;
+      return self->do_read();
+    }
+    if (ec) return self->client_gone();
+    if (self->job_) self->watch();
+  });
+}
+
+void HttpSession::response_complete() {
+  if (!keep_alive_) return close();
+  if (watching_) {
+    resume_after_watch_ = true;
+    beast::error_code ec;
+    stream_.socket().cancel(ec);
+    return;
+  }
+  do_read();
+}
+
+void HttpSession::client_gone() {
+  if (closed_) return;
+  closed_ = true;
+  if (job_ && pending_ > 0) {
+    for (uint64_t id : job_ids_) state_->engine->cancel(id);
+    return;  // on_job_done() closes the socket once the engine has let go
+  }
+  close();
+}
+
+void HttpSession::close() {
+  closed_ = true;
+  beast::error_code ec;
+  stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  stream_.socket().close(ec);
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,306 @@
+#include "server/openai_protocol.h"
+
+#include <cmath>
+#include <random>
+
+#include "sample/logprobs.h"
+#include "sample/stop_matcher.h"
+
+namespace tessera::server {
+
+using nlohmann::json;
+
+nlohmann::json api_error_body(const ApiError& e) {
+  return {{"error",
+           {{"message", e.message},
+            {"type", e.type},
+            {"param", e.param.empty() ? json(nullptr) : json(e.param)},
+            {"code", e.code.empty() ? json(nullptr) : json(e.code)}}}};
+}
+
+ApiError bad_request(std::string message, std::string param, std::string code) {
+  return ApiError{400, std::move(message), "invalid_request_error", std::move(param), std::move(code)};
+}
+
+ApiError status_error(const Status& st, std::string param) {
+  switch (st.code()) {
+    case StatusCode::kOutOfRange: return bad_request(st.message(), std::move(param), "context_length_exceeded");
+    case StatusCode::kInvalidArgument: return bad_request(st.message(), std::move(param));
+    case StatusCode::kResourceExhausted: return ApiError{429, st.message(), "rate_limit_error", {}, "queue_full"};
+    default: return ApiError{500, st.message(), "server_error", {}, {}};
+  }
+}
+
+namespace {
+
+// Reads typed, range-checked fields; the first problem wins.
+class FieldReader {
+ public:
+  explicit FieldReader(const json& body) : body_(body) {}
+  const json* get(const char* key) const {
+    auto it = body_.find(key);
+    return it == body_.end() || it->is_null() ? nullptr : &*it;
+  }
+  void fail(std::string message, const char* param) {
+    if (!error) error = bad_request(std::move(message), param);
+  }
+  // A number in [lo, hi] (lo excluded when lo_open).
+  void number(const char* key, float& out, double lo, double hi, bool lo_open = false) {
+    const json* v = get(key);
+    if (!v) return;
+    if (!v->is_number()) return fail(std::string(key) + " must be a number", key);
+    const double d = v->get<double>();
+    if (!std::isfinite(d) || d < lo || d > hi || (lo_open && d == lo)) {
+      return fail(std::string(key) + " must be in " + (lo_open ? "(" : "[") + json(lo).dump() + ", " + json(hi).dump() +
+                      "], got " + v->dump(), key);
+    }
+    out = static_cast<float>(d);
+  }
+  void integer(const char* key, int32_t& out, int64_t lo, int64_t hi) {
+    const json* v = get(key);
+    if (!v) return;
+    if (!v->is_number_integer()) return fail(std::string(key) + " must be an integer", key);
+    const auto i = v->get<int64_t>();
+    if (i < lo || i > hi) {
+      return fail(std::string(key) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                      std::to_string(i), key);
+    }
+    out = static_cast<int32_t>(i);
+  }
+  void boolean(const char* key, bool& out) {
+    const json* v = get(key);
+    if (!v) return;
+    if (!v->is_boolean()) return fail(std::string(key) + " must be a boolean", key);
+    out = v->get<bool>();
+  }
+  std::optional<ApiError> error;
+
+ private:
+  const json& body_;
+};
+
+// A token-id array, checked against the vocabulary.
+std::optional<std::vector<int32_t>> token_ids(const json& a, int32_t n_vocab, FieldReader& r) {
+  std::vector<int32_t> ids;
+  for (const auto& v : a) {
+    if (!v.is_number_integer()) return r.fail("prompt token ids must be integers", "prompt"), std::nullopt;
+    const auto id = v.get<int64_t>();
+    if (id < 0 || id >= n_vocab) {
+      r.fail("prompt token " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(n_vocab) + " tokens)",
+             "prompt");
+      return std::nullopt;
+    }
+    ids.push_back(static_cast<int32_t>(id));
+  }
+  if (ids.empty()) return r.fail("prompt must not be empty", "prompt"), std::nullopt;
+  return ids;
+}
+
+void parse_prompt(const json& p, const ProtocolContext& ctx, ParsedRequest& out, FieldReader& r) {
+  auto encode = [&](const std::string& s) {
+    if (!ctx.tokenizer) return r.fail("this model has no tokenizer; send token ids", "prompt");
+    if (s.empty()) return r.fail("prompt must not be empty", "prompt");
+    out.prompts.push_back(ctx.tokenizer->encode(s, /*add_special=*/true));
+  };
+  if (p.is_string()) return encode(p.get<std::string>());
+  if (!p.is_array() || p.empty()) return r.fail("prompt must be a string, an array of strings or token ids", "prompt");
+  if (p[0].is_number_integer()) {
+    if (auto ids = token_ids(p, ctx.n_vocab, r)) out.prompts.push_back(std::move(*ids));
+    return;
+  }
+  for (const auto& item : p) {
+    if (item.is_string()) {
+      encode(item.get<std::string>());
+    } else if (item.is_array()) {
+      if (auto ids = token_ids(item, ctx.n_vocab, r)) out.prompts.push_back(std::move(*ids));
+    } else {
+      return r.fail("prompt must be a string, an array of strings or token ids", "prompt");
+    }
+    if (r.error) return;
+  }
+}
+
+void parse_stop(const json* s, GenerationOptions& o, FieldReader& r) {
+  if (!s) return;
+  if (s->is_string()) {
+    o.stop.push_back(s->get<std::string>());
+  } else if (s->is_array()) {
+    for (const auto& v : *s) {
+      if (!v.is_string()) return r.fail("stop must be a string or an array of strings", "stop");
+      o.stop.push_back(v.get<std::string>());
+    }
+  } else {
+    return r.fail("stop must be a string or an array of strings", "stop");
+  }
+  if (o.stop.size() > kMaxStopStrings) {
+    return r.fail("at most " + std::to_string(kMaxStopStrings) + " stop strings are allowed, got " +
+                      std::to_string(o.stop.size()), "stop");
+  }
+  for (const auto& st : o.stop) {
+    if (st.empty()) return r.fail("stop strings must not be empty", "stop");
+  }
+}
+
+void parse_logit_bias(const json* b, int32_t n_vocab, SamplingParams& s, FieldReader& r) {
+  if (!b) return;
+  if (!b->is_object()) return r.fail("logit_bias must be an object of token id -> bias", "logit_bias");
+  for (const auto& [key, value] : b->items()) {
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(key, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used != key.size() || key.empty()) return r.fail("logit_bias key '" + key + "' is not a token id", "logit_bias");
+    if (id < 0 || id >= n_vocab) {
+      return r.fail("logit_bias token " + key + " is outside the vocabulary (" + std::to_string(n_vocab) + " tokens)",
+                    "logit_bias");
+    }
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || std::fabs(value.get<double>()) > 100) {
+      return r.fail("logit_bias values must be numbers in [-100, 100]", "logit_bias");
+    }
+    s.logit_bias.emplace_back(static_cast<int32_t>(id), value.get<float>());
+  }
+}
+
+void parse_sampling(FieldReader& r, const json& body, const ProtocolContext& ctx, ParsedRequest& out) {
+  GenerationOptions& o = out.options;
+  SamplingParams& s = o.sampling;
+  s.temperature = 1.0f;
+  s.top_p = 1.0f;
+  s.top_k = 0;
+  s.min_p = 0.0f;
+  r.number("temperature", s.temperature, 0, 100);
+  r.number("top_p", s.top_p, 0, 1, /*lo_open=*/true);
+  r.integer("top_k", s.top_k, -1, INT32_MAX);
+  if (s.top_k < 0) s.top_k = 0;
+  r.number("min_p", s.min_p, 0, 1);
+  r.number("typical_p", s.typical_p, 0, 1, true);
+  r.number("presence_penalty", s.presence_penalty, -2, 2);
+  r.number("frequency_penalty", s.frequency_penalty, -2, 2);
+  r.number("repetition_penalty", s.repetition_penalty, 0, 100, true);
+  parse_logit_bias(r.get("logit_bias"), ctx.n_vocab, s, r);
+  if (const json* seed = r.get("seed")) {
+    if (!seed->is_number_integer()) return r.fail("seed must be an integer", "seed");
+    s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
+  } else {
+    s.seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
+  }
+  parse_stop(r.get("stop"), o, r);
+  r.integer("n", o.n, 1, 128);
+  r.boolean("ignore_eos", o.ignore_eos);
+  r.integer("min_tokens", o.min_tokens, 0, INT32_MAX);
+  (void)body;
+}
+
+void parse_max_tokens(FieldReader& r, ParsedRequest& out) {
+  GenerationOptions& o = out.options;
+  o.max_tokens = out.endpoint == Endpoint::kCompletions ? 16 : -1;
+  const char* key = r.get("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  r.integer(key, o.max_tokens, 0, INT32_MAX);
+  if (!r.error && o.max_tokens >= 0 && o.min_tokens > o.max_tokens) r.fail("min_tokens must not exceed max_tokens", "min_tokens");
+}
+
+void parse_logprobs(FieldReader& r, ParsedRequest& out) {
+  if (out.endpoint == Endpoint::kCompletions) {
+    r.integer("logprobs", out.options.logprobs, 0, kMaxTopLogprobs);
+    return;
+  }
+  r.boolean("logprobs", out.chat_logprobs);
+  int32_t top = 0;
+  r.integer("top_logprobs", top, 0, kMaxTopLogprobs);
+  if (r.get("top_logprobs") && !out.chat_logprobs) return r.fail("top_logprobs requires logprobs: true", "top_logprobs");
+  if (out.chat_logprobs) out.options.logprobs = top;
+}
+
+}  // namespace
+
+std::variant<std::vector<int32_t>, ApiError> render_chat(const json& messages, const ProtocolContext& ctx) {
+  if (!messages.is_array() || messages.empty()) return bad_request("messages must be a non-empty array", "messages");
+  if (!ctx.chat_template || !ctx.tokenizer) {
+    return bad_request("this model has no chat template; start the server with --chat-template FILE", "messages");
+  }
+  json rendered = json::array();
+  for (const auto& m : messages) {
+    if (!m.is_object()) return bad_request("each message must be an object", "messages");
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) return bad_request("each message needs a string role", "messages");
+    const auto r = role->get<std::string>();
+    if (r != "system" && r != "user" && r != "assistant" && r != "developer" && r != "tool") {
+      return bad_request("unknown message role '" + r + "'", "messages");
+    }
+    std::string text;
+    auto content = m.find("content");
+    if (content == m.end() || content->is_null()) {
+      if (r != "assistant") return bad_request("a " + r + " message needs content", "messages");
+    } else if (content->is_string()) {
+      text = content->get<std::string>();
+    } else if (content->is_array()) {
+      for (const auto& part : *content) {
+        auto type = part.is_object() ? part.find("type") : part.end();
+        auto t = part.is_object() ? part.find("text") : part.end();
+        if (type == part.end() || *type != "text" || t == part.end() || !t->is_string()) {
+          return bad_request("only text content parts ({\"type\": \"text\", \"text\": ...}) are supported", "messages");
+        }
+        text += t->get<std::string>();
+      }
+    } else {
+      return bad_request("message content must be a string or an array of text parts", "messages");
+    }
+    rendered.push_back({{"role", r == "developer" ? "system" : r}, {"content", text}});
+  }
+  const Tokenizer& tok = *ctx.tokenizer;
+  auto name = [&](int32_t id) { return id >= 0 && id < tok.n_vocab() ? tok.token_text(id) : std::string(); };
+  const std::string bos = name(tok.bos_id());
+  auto text = apply_chat_template(*ctx.chat_template, rendered, true, bos, name(tok.eos_id()));
+  if (!text.ok()) return ApiError{400, "chat template: " + text.status().message(), "invalid_request_error", "messages", {}};
+  const bool template_has_bos = !bos.empty() && text->rfind(bos, 0) == 0;
+  return tok.encode(*text, /*add_special=*/!template_has_bos, /*parse_special=*/true);
+}
+
+std::variant<ParsedRequest, ApiError> parse_request(std::string_view body, Endpoint endpoint, const ProtocolContext& ctx) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return bad_request("the body is not valid JSON (or not valid UTF-8)", {}, "invalid_json");
+  if (!j.is_object()) return bad_request("the body must be a JSON object", {}, "invalid_json");
+  ParsedRequest out;
+  out.endpoint = endpoint;
+  FieldReader r(j);
+  if (const json* m = r.get("model")) {
+    if (!m->is_string()) return bad_request("model must be a string", "model");
+    out.model = m->get<std::string>();
+    if (out.model != ctx.served_model) {
+      return ApiError{404, "the model '" + out.model + "' does not exist; this server serves '" + ctx.served_model + "'",
+                      "invalid_request_error", "model", "model_not_found"};
+    }
+  }
+  out.model = ctx.served_model;
+  parse_sampling(r, j, ctx, out);
+  parse_max_tokens(r, out);
+  parse_logprobs(r, out);
+  r.boolean("stream", out.stream);
+  if (const json* so = r.get("stream_options")) {
+    if (!so->is_object()) return bad_request("stream_options must be an object", "stream_options");
+    FieldReader sr(*so);
+    sr.boolean("include_usage", out.include_usage);
+    if (sr.error) return *sr.error;
+  }
+  if (const json* u = r.get("user"); u && !u->is_string()) r.fail("user must be a string", "user");
+  if (r.error) return *r.error;
+  if (endpoint == Endpoint::kCompletions) {
+    const json* p = r.get("prompt");
+    if (!p) return bad_request("prompt is required", "prompt");
+    parse_prompt(*p, ctx, out, r);
+  } else {
+    const json* m = r.get("messages");
+    if (!m) return bad_request("messages is required", "messages");
+    auto ids = render_chat(*m, ctx);
+    if (auto* e = std::get_if<ApiError>(&ids)) return *e;
+    out.prompts.push_back(std::move(std::get<std::vector<int32_t>>(ids)));
+  }
+  if (r.error) return *r.error;
+  if (Status st = out.options.validate(ctx.n_vocab); !st.ok()) return bad_request(st.message());
+  return out;
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,378 @@
+// The OpenAI-compatible server in-process on an ephemeral loopback port with
+// stories260K: completions equal the engine's greedy output, SSE streaming,
+// chat with a template, every error path, /metrics, cancellation on
+// disconnect, and 64 concurrent streams.
+#include "server/http_server.h"
+
+#include <gtest/gtest.h>
+
+#include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
+
+#include <boost/asio.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "http_test_client.h"
+#include "test_support.h"
+
+namespace tessera::server {
+namespace {
+
+using nlohmann::json;
+using tessera::testing::http_request;
+using tessera::testing::sse_data;
+
+const char* kChatMl =
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
+class ServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string path = tessera::testing::shared_path("models/stories260K.gguf");
+    if (!tessera::testing::file_exists(path)) return;
+    auto m = Model::load(path);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    model_ = std::move(*m).release();
+    EngineConfig cfg;
+    cfg.ctx_size = 512;
+    cfg.max_num_seqs = 128;
+    auto e = Engine::create(*model_, cfg);
+    ASSERT_TRUE(e.ok()) << e.status().to_string();
+    engine_ = std::move(*e).release();
+    engine_->start();
+  }
+  static void TearDownTestSuite() {
+    if (engine_) engine_->stop();
+    delete engine_;
+    delete model_;
+    engine_ = nullptr;
+    model_ = nullptr;
+  }
+  void SetUp() override {
+    TESSERA_REQUIRE_SHARED_FILE(path, "models/stories260K.gguf");
+    (void)path;
+  }
+  void TearDown() override {
+    if (server_) server_->stop(std::chrono::milliseconds(0));
+    server_.reset();
+  }
+  uint16_t start(ServerConfig cfg = {}) {
+    cfg.port = 0;
+    cfg.served_model_name = "stories";
+    if (cfg.chat_template.empty()) cfg.chat_template = kChatMl;
+    auto s = Server::create(*engine_, *model_, cfg);
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    server_ = std::move(*s);
+    EXPECT_TRUE(server_->start().ok());
+    return server_->port();
+  }
+  // The engine's own greedy text for `prompt`.
+  static std::string engine_greedy(const std::string& prompt, int max_tokens) {
+    GenerationOptions o;
+    o.max_tokens = max_tokens;
+    o.sampling.temperature = 0;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::string text;
+    bool done = false;
+    auto id = engine_->submit(model_->tokenizer().encode(prompt, true), o, [&](const RequestEvent& ev) {
+      if (!ev.request_finished) return;
+      std::lock_guard<std::mutex> lock(mu);
+      text = (*ev.results)[0].text;
+      done = true;
+      cv.notify_all();
+    });
+    EXPECT_TRUE(id.ok());
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+    return text;
+  }
+  static void expect_error(const tessera::testing::HttpResponse& r, int status, const std::string& param = {}) {
+    EXPECT_EQ(r.status, status) << r.body;
+    json j = json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(j.is_object() && j.contains("error")) << r.body;
+    const json& e = j["error"];
+    EXPECT_TRUE(e["message"].is_string() && !e["message"].get<std::string>().empty()) << r.body;
+    EXPECT_TRUE(e["type"].is_string()) << r.body;
+    EXPECT_TRUE(e.contains("param") && e.contains("code")) << r.body;
+    if (!param.empty()) {
+      EXPECT_EQ(e["param"], param) << r.body;
+    }
+  }
+
+  static Model* model_;
+  static Engine* engine_;
+  std::unique_ptr<Server> server_;
+};
+
+Model* ServerTest::model_ = nullptr;
+Engine* ServerTest::engine_ = nullptr;
+
+TEST_F(ServerTest, HealthAndModels) {
+  const uint16_t port = start();
+  auto h = http_request(port, "GET", "/health", "");
+  EXPECT_EQ(h.status, 200);
+  auto m = http_request(port, "GET", "/v1/models", "");
+  ASSERT_EQ(m.status, 200);
+  json j = json::parse(m.body);
+  EXPECT_EQ(j["object"], "list");
+  EXPECT_EQ(j["data"][0]["id"], "stories");
+  expect_error(http_request(port, "GET", "/nope", ""), 404);
+}
+
+TEST_F(ServerTest, GreedyCompletionEqualsEngine) {
+  const uint16_t port = start();
+  const std::string expected = engine_greedy("Once upon a time", 24);
+  EXPECT_EQ(expected.rfind(", there was a little girl named Lily", 0), 0u) << expected;
+  auto r = http_request(port, "POST", "/v1/completions",
+                        R"({"model":"stories","prompt":"Once upon a time","max_tokens":24,"temperature":0,"foo":1})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["model"], "stories");
+  EXPECT_TRUE(j["id"].is_string());
+  EXPECT_TRUE(j["created"].is_number_integer());
+  EXPECT_EQ(j["choices"][0]["text"], expected);
+  EXPECT_EQ(j["choices"][0]["index"], 0);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["usage"]["completion_tokens"], 24);
+  EXPECT_EQ(j["usage"]["total_tokens"], j["usage"]["prompt_tokens"].get<int>() + 24);
+  EXPECT_TRUE(j["usage"]["prompt_tokens_details"]["cached_tokens"].is_number_integer());
+}
+
+TEST_F(ServerTest, PromptVariantsNAndLogprobs) {
+  const uint16_t port = start();
+  auto r = http_request(port, "POST", "/v1/completions",
+                        R"({"prompt":["Once upon a time","Lily"],"max_tokens":4,"n":2,"logprobs":2,"seed":7})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  ASSERT_EQ(j["choices"].size(), 4u);
+  EXPECT_EQ(j["choices"][3]["index"], 3);
+  EXPECT_EQ(j["choices"][0]["logprobs"]["tokens"].size(), 4u);
+  EXPECT_EQ(j["choices"][0]["logprobs"]["top_logprobs"][0].size(), 2u);
+  auto ids = http_request(port, "POST", "/v1/completions", R"({"prompt":[1,403,407,261,378],"max_tokens":3,"temperature":0})");
+  ASSERT_EQ(ids.status, 200) << ids.body;
+}
+
+TEST_F(ServerTest, StreamingConcatenatesToSameText) {
+  const uint16_t port = start();
+  const std::string expected = engine_greedy("Once upon a time", 24);
+  auto r = http_request(port, "POST", "/v1/completions",
+                        R"({"prompt":"Once upon a time","max_tokens":24,"temperature":0,"stream":true,
+                            "stream_options":{"include_usage":true}})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers["Content-Type"], "text/event-stream");
+  const auto events = sse_data(r.body);
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string text;
+  std::string finish;
+  bool usage = false;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    json j = json::parse(events[i]);
+    if (j.contains("usage") && !j["usage"].is_null()) {
+      usage = true;
+      EXPECT_EQ(j["usage"]["completion_tokens"], 24);
+      continue;
+    }
+    text += j["choices"][0]["text"].get<std::string>();
+    if (!j["choices"][0]["finish_reason"].is_null()) finish = j["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(text, expected);
+  EXPECT_EQ(finish, "length");
+  EXPECT_TRUE(usage);
+}
+
+TEST_F(ServerTest, ChatCompletionsWithTemplate) {
+  const uint16_t port = start();
+  const std::string body =
+      R"({"messages":[{"role":"system","content":"You tell stories."},
+                      {"role":"user","content":[{"type":"text","text":"Tell me about Lily."}]}],
+          "max_completion_tokens":12,"temperature":0,"logprobs":true,"top_logprobs":1})";
+  auto r = http_request(port, "POST", "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+  const std::string text = j["choices"][0]["message"]["content"];
+  EXPECT_EQ(j["choices"][0]["logprobs"]["content"].size(), j["usage"]["completion_tokens"].get<size_t>());
+  json sj = json::parse(body);
+  sj["stream"] = true;
+  auto s = http_request(port, "POST", "/v1/chat/completions", sj.dump());
+  ASSERT_EQ(s.status, 200);
+  const auto events = sse_data(s.body);
+  ASSERT_EQ(events.back(), "[DONE]");
+  json first = json::parse(events[0]);
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+  std::string streamed;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    json d = json::parse(events[i])["choices"][0]["delta"];
+    if (d.contains("content")) streamed += d["content"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, text);
+}
+
+TEST_F(ServerTest, BadRequests) {
+  const uint16_t port = start();
+  auto post = [&](const std::string& body) { return http_request(port, "POST", "/v1/completions", body); };
+  expect_error(post("{not json"), 400);
+  expect_error(post(R"({"prompt":"hi","temperature":"hot"})"), 400, "temperature");
+  expect_error(post(R"({"prompt":"hi","temperature":-0.5})"), 400, "temperature");
+  expect_error(post(R"({"prompt":"hi","top_p":1.5})"), 400, "top_p");
+  expect_error(post(R"({"prompt":"hi","top_p":0})"), 400, "top_p");
+  expect_error(post(R"({"prompt":"hi","n":0})"), 400, "n");
+  expect_error(post(R"({"prompt":"hi","max_tokens":-1})"), 400, "max_tokens");
+  json many = {{"prompt", "hi"}, {"stop", std::vector<std::string>(17, "x")}};
+  expect_error(post(many.dump()), 400, "stop");
+  expect_error(post(R"({"prompt":"hi","logit_bias":{"99999":1}})"), 400, "logit_bias");
+  expect_error(post(R"({"prompt":7})"), 400, "prompt");
+  expect_error(post(R"({"max_tokens":3})"), 400, "prompt");
+  expect_error(post("{\"prompt\":\"bad \xff\xfe utf8\"}"), 400);
+  std::string longp;
+  for (int i = 0; i < 300; ++i) longp += "Once upon a time ";
+  auto tl = post(json{{"prompt", longp}, {"max_tokens", 4}}.dump());
+  expect_error(tl, 400, "prompt");
+  EXPECT_NE(tl.body.find("context"), std::string::npos) << tl.body;
+  auto unknown = post(R"({"model":"gpt-4","prompt":"hi"})");
+  expect_error(unknown, 404, "model");
+  expect_error(http_request(port, "POST", "/v1/chat/completions", R"({"messages":[{"role":"wizard","content":"x"}]})"), 400,
+               "messages");
+  // The server still answers after all that.
+  EXPECT_EQ(post(R"({"prompt":"hi","max_tokens":2})").status, 200);
+}
+
+TEST_F(ServerTest, BodyTooLargeIs413) {
+  ServerConfig cfg;
+  cfg.max_body_bytes = 1024;
+  const uint16_t port = start(cfg);
+  const std::string body = json{{"prompt", std::string(4096, 'a')}}.dump();
+  expect_error(http_request(port, "POST", "/v1/completions", body), 413);
+}
+
+TEST_F(ServerTest, ApiKeyIs401WithoutBearer) {
+  ServerConfig cfg;
+  cfg.api_key = "sekret";
+  const uint16_t port = start(cfg);
+  const std::string body = R"({"prompt":"hi","max_tokens":2})";
+  expect_error(http_request(port, "POST", "/v1/completions", body), 401);
+  expect_error(http_request(port, "POST", "/v1/completions", body, {{"Authorization", "Bearer wrong"}}), 401);
+  EXPECT_EQ(http_request(port, "POST", "/v1/completions", body, {{"Authorization", "Bearer sekret"}}).status, 200);
+  EXPECT_EQ(http_request(port, "GET", "/health", "").status, 200);
+}
+
+// Opens a streaming request on a raw socket and waits for its first bytes.
+struct RawStream {
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::socket socket{ioc};
+  RawStream(uint16_t port, const std::string& body) {
+    socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+    const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n" + body;
+    boost::asio::write(socket, boost::asio::buffer(req));
+    char buf[256];
+    socket.read_some(boost::asio::buffer(buf));
+  }
+};
+
+TEST_F(ServerTest, QueueFullIs429AndHealthStaysResponsive) {
+  ServerConfig cfg;
+  cfg.max_queue = 1;
+  const uint16_t port = start(cfg);
+  {
+    RawStream busy(port, R"({"prompt":"Once upon a time","max_tokens":400,"ignore_eos":true,"stream":true})");
+    auto r = http_request(port, "POST", "/v1/completions", R"({"prompt":"hi","max_tokens":2})");
+    expect_error(r, 429);
+    EXPECT_EQ(r.headers["Retry-After"], "1");
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(http_request(port, "GET", "/health", "").status, 200);
+    EXPECT_EQ(http_request(port, "GET", "/metrics", "").status, 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  }  // closing the socket cancels the stream
+  for (int i = 0; i < 200 && server_->state().in_flight.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(http_request(port, "POST", "/v1/completions", R"({"prompt":"hi","max_tokens":2})").status, 200);
+}
+
+TEST_F(ServerTest, ClientDisconnectCancels) {
+  const uint16_t port = start();
+  const int64_t before = engine_->metrics().finished_cancelled;
+  {
+    RawStream s(port, R"({"prompt":"Once upon a time","max_tokens":400,"ignore_eos":true,"stream":true})");
+  }
+  {  // non-streaming too: disconnect before the answer
+    boost::asio::io_context ioc;
+    boost::asio::ip::tcp::socket sock(ioc);
+    sock.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+    const std::string body = R"({"prompt":"Once upon a time","max_tokens":400,"ignore_eos":true})";
+    const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+                            "\r\n\r\n" + body;
+    boost::asio::write(sock, boost::asio::buffer(req));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (int i = 0; i < 300 && engine_->metrics().finished_cancelled < before + 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(engine_->metrics().finished_cancelled, before + 2);
+  for (int i = 0; i < 100 && engine_->metrics().running > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(engine_->metrics().running, 0);
+  EXPECT_EQ(server_->state().in_flight.load(), 0);
+}
+
+TEST_F(ServerTest, MetricsExposition) {
+  const uint16_t port = start();
+  ASSERT_EQ(http_request(port, "POST", "/v1/completions", R"({"prompt":"Once","max_tokens":4})").status, 200);
+  auto r = http_request(port, "GET", "/metrics", "");
+  ASSERT_EQ(r.status, 200);
+  for (const char* name : {"tessera_time_to_first_token_seconds", "tessera_time_per_output_token_seconds",
+                           "tessera_inter_token_latency_seconds", "tessera_e2e_request_latency_seconds",
+                           "tessera_request_queue_time_seconds"}) {
+    EXPECT_NE(r.body.find(std::string("# TYPE ") + name + " histogram"), std::string::npos) << name;
+    EXPECT_NE(r.body.find(std::string(name) + "_bucket{le=\"+Inf\"}"), std::string::npos) << name;
+  }
+  for (const char* name : {"tessera_num_requests_running", "tessera_num_requests_waiting", "tessera_kv_cache_usage_perc"}) {
+    EXPECT_NE(r.body.find(std::string("# TYPE ") + name + " gauge"), std::string::npos) << name;
+  }
+  for (const char* name : {"tessera_prompt_tokens_total", "tessera_cached_prompt_tokens_total",
+                           "tessera_generation_tokens_total", "tessera_prefix_cache_queries_total",
+                           "tessera_prefix_cache_hits_total", "tessera_num_preemptions_total",
+                           "tessera_request_success_total"}) {
+    EXPECT_NE(r.body.find(std::string("# HELP ") + name + " "), std::string::npos) << name;
+    EXPECT_NE(r.body.find(std::string("# TYPE ") + name + " counter"), std::string::npos) << name;
+  }
+  EXPECT_NE(r.body.find("tessera_request_success_total{finished_reason=\"length\"}"), std::string::npos);
+}
+
+TEST_F(ServerTest, TokenizeAndDetokenize) {
+  const uint16_t port = start();
+  auto t = http_request(port, "POST", "/tokenize", R"({"prompt":"Once upon a time"})");
+  ASSERT_EQ(t.status, 200) << t.body;
+  json tj = json::parse(t.body);
+  EXPECT_EQ(tj["tokens"].get<std::vector<int32_t>>(), model_->tokenizer().encode("Once upon a time", true));
+  auto d = http_request(port, "POST", "/detokenize", json{{"tokens", tj["tokens"]}}.dump());
+  ASSERT_EQ(d.status, 200) << d.body;
+  EXPECT_EQ(json::parse(d.body)["prompt"], "Once upon a time");
+}
+
+TEST_F(ServerTest, SixtyFourConcurrentStreams) {
+  const uint16_t port = start();
+  constexpr int kClients = 64;
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < kClients; ++i) {
+    threads.emplace_back([&, i] {
+      const std::string body = json{{"prompt", "Once upon a time " + std::to_string(i)}, {"max_tokens", 16},
+                                    {"stream", true}, {"seed", i}}.dump();
+      auto r = http_request(port, "POST", "/v1/completions", body);
+      const auto events = sse_data(r.body);
+      if (r.status == 200 && !events.empty() && events.back() == "[DONE]") ++ok;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), kClients);
+}
+
+}  // namespace
+}  // namespace tessera::server
