@@ -8,8 +8,8 @@
 
 #include "backend/cpu/kernels.h"
 #include "engine/generator.h"
-#include "kv/block_table.h"
 #include "sample/sampler.h"
+#include "model/model_test_util.h"
 #include "test_support.h"
 
 namespace tessera {
@@ -20,19 +20,7 @@ std::vector<float> all_logits(const Model& m, const std::vector<int32_t>& ids, K
   ThreadPool pool(2);
   auto gen = Generator::create(m, pool, cpu::kernels(), 0, static_cast<int64_t>(ids.size()) + 16, dtype);
   EXPECT_TRUE(gen.ok());
-  BlockTable table((*gen)->kv_spec().block_size);
-  EXPECT_TRUE(table.reserve(static_cast<int64_t>(ids.size()), (*gen)->block_pool()).ok());
-  ForwardBatch b;
-  for (size_t p = 0; p < ids.size(); ++p) {
-    b.token_ids.push_back(ids[p]);
-    b.positions.push_back(static_cast<int32_t>(p));
-    b.slot_mapping.push_back(table.slot(static_cast<int64_t>(p)));
-    b.logits_rows.push_back(static_cast<int32_t>(p));
-  }
-  b.seqs.push_back({0, static_cast<int32_t>(ids.size()), table.blocks()});
-  std::vector<float> logits;
-  EXPECT_TRUE((*gen)->transformer().forward(b, (*gen)->kv(), logits).ok());
-  return logits;
+  return gen.ok() ? testing::all_logits(**gen, ids) : std::vector<float>{};
 }
 
 struct Cost {

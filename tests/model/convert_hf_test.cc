@@ -22,6 +22,8 @@
 #include "formats/safetensors.h"
 #include "kv/block_table.h"
 #include "sample/sampler.h"
+#include "model_test_util.h"
+#include "hf_reference.h"
 #include "test_support.h"
 #include "tokenizer/byte_unicode.h"
 
@@ -31,24 +33,6 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-struct Reference {
-  std::vector<int32_t> input_ids;
-  std::vector<float> last_logits;
-  std::vector<int32_t> argmax_per_position;
-  std::vector<int32_t> greedy_continuation;
-};
-
-std::vector<Reference> load_reference(const std::string& path) {
-  std::ifstream in(path);
-  const json j = json::parse(in);
-  std::vector<Reference> out;
-  for (const auto& c : j.at("cases")) {
-    out.push_back({c.at("input_ids").get<std::vector<int32_t>>(), c.at("last_logits").get<std::vector<float>>(),
-                   c.at("argmax_per_position").get<std::vector<int32_t>>(),
-                   c.at("greedy_continuation").get<std::vector<int32_t>>()});
-  }
-  return out;
-}
 
 // A per-test temporary directory, removed afterwards.
 class TempDir {
@@ -84,35 +68,6 @@ std::unique_ptr<Model> convert_and_load(const std::string& hf_dir, const std::st
   return m.ok() ? std::move(m).value() : nullptr;
 }
 
-// Logits of every position of `ids` (one prefill).
-std::vector<float> all_logits(Generator& gen, const std::vector<int32_t>& ids) {
-  BlockTable table(gen.kv_spec().block_size);
-  EXPECT_TRUE(table.reserve(static_cast<int64_t>(ids.size()), gen.block_pool()).ok());
-  ForwardBatch b;
-  for (size_t p = 0; p < ids.size(); ++p) {
-    b.token_ids.push_back(ids[p]);
-    b.positions.push_back(static_cast<int32_t>(p));
-    b.slot_mapping.push_back(table.slot(static_cast<int64_t>(p)));
-    b.logits_rows.push_back(static_cast<int32_t>(p));
-  }
-  b.seqs.push_back({0, static_cast<int32_t>(ids.size()), table.blocks()});
-  std::vector<float> logits;
-  const Status st = gen.transformer().forward(b, gen.kv(), logits);
-  EXPECT_TRUE(st.ok()) << st.to_string();
-  table.release_all(gen.block_pool());
-  return logits;
-}
-
-std::vector<int32_t> greedy(Generator& gen, const std::vector<int32_t>& prompt, int n) {
-  GenerationOptions opts;
-  opts.max_tokens = n;
-  opts.sampling.temperature = 0;
-  opts.ignore_eos = true;
-  auto r = gen.generate(prompt, opts, [](const StreamEvent&) { return true; });
-  EXPECT_TRUE(r.ok()) << r.status().to_string();
-  return r.ok() ? r->choices[0].tokens : std::vector<int32_t>{};
-}
-
 class ConvertFixture : public ::testing::TestWithParam<std::string> {};
 
 // f32 conversion is exact: the GGUF model gives transformers' logits
@@ -130,20 +85,20 @@ TEST_P(ConvertFixture, F32GgufMatchesTransformersReference) {
   auto gen = Generator::create(*model, pool, cpu::kernels(), 0, 256, KvDtype::kF32);
   ASSERT_TRUE(gen.ok());
   const bool bf16 = GetParam() == "llama_gqa_bf16";
-  for (const Reference& r : load_reference(ref_path)) {
+  for (const testing::HfReference& r : testing::load_hf_reference(ref_path)) {
     if (bf16) {  // bf16 weights: as hf_fixture_test, the first 8 greedy tokens agree with the f32 reference
-      EXPECT_EQ(greedy(**gen, r.input_ids, 8),
+      EXPECT_EQ(testing::greedy(**gen, r.input_ids, 8),
                 std::vector<int32_t>(r.greedy_continuation.begin(), r.greedy_continuation.begin() + 8));
       continue;
     }
-    const auto logits = all_logits(**gen, r.input_ids);
+    const auto logits = testing::all_logits(**gen, r.input_ids);
     ASSERT_EQ(logits.size(), r.input_ids.size() * nv);
     for (size_t p = 0; p < r.input_ids.size(); ++p) {
       EXPECT_EQ(argmax(std::span<const float>(&logits[p * nv], nv)), r.argmax_per_position[p]) << "position " << p;
     }
     const float* last = &logits[(r.input_ids.size() - 1) * nv];
     for (size_t i = 0; i < nv; ++i) ASSERT_NEAR(last[i], r.last_logits[i], 1e-3) << "logit " << i;
-    EXPECT_EQ(greedy(**gen, r.input_ids, 24), r.greedy_continuation);
+    EXPECT_EQ(testing::greedy(**gen, r.input_ids, 24), r.greedy_continuation);
   }
 }
 
@@ -175,8 +130,8 @@ TEST(ConvertHf, F16AndQ8ArgmaxOfFirstPositions) {
     ThreadPool pool(2);
     auto gen = Generator::create(*model, pool, cpu::kernels(), 0, 256, KvDtype::kF32);
     ASSERT_TRUE(gen.ok());
-    for (const Reference& r : load_reference(ref_path)) {
-      const auto logits = all_logits(**gen, r.input_ids);
+    for (const testing::HfReference& r : testing::load_hf_reference(ref_path)) {
+      const auto logits = testing::all_logits(**gen, r.input_ids);
       for (size_t p = 0; p < std::min<size_t>(4, r.input_ids.size()); ++p) {
         EXPECT_EQ(argmax(std::span<const float>(&logits[p * nv], nv)), r.argmax_per_position[p]) << "position " << p;
       }

@@ -12,6 +12,8 @@
 #include "engine/generator.h"
 #include "kv/block_table.h"
 #include "sample/sampler.h"
+#include "model_test_util.h"
+#include "hf_reference.h"
 #include "test_support.h"
 
 namespace tessera {
@@ -19,55 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-struct Reference {
-  std::vector<int32_t> input_ids;
-  std::vector<float> last_logits;
-  std::vector<int32_t> argmax_per_position;
-  std::vector<double> logits_rows_sum;
-  std::vector<int32_t> greedy_continuation;
-};
-
-std::vector<Reference> load_reference(const std::string& path) {
-  std::ifstream in(path);
-  const json j = json::parse(in);
-  std::vector<Reference> out;
-  for (const auto& c : j.at("cases")) {
-    out.push_back({c.at("input_ids").get<std::vector<int32_t>>(), c.at("last_logits").get<std::vector<float>>(),
-                   c.at("argmax_per_position").get<std::vector<int32_t>>(),
-                   c.at("logits_rows_sum").get<std::vector<double>>(),
-                   c.at("greedy_continuation").get<std::vector<int32_t>>()});
-  }
-  return out;
-}
-
-// Logits of every position of `ids` (prefilled in one call).
-std::vector<float> all_logits(Generator& gen, const std::vector<int32_t>& ids) {
-  BlockTable table(gen.kv_spec().block_size);
-  EXPECT_TRUE(table.reserve(static_cast<int64_t>(ids.size()), gen.block_pool()).ok());
-  ForwardBatch b;
-  for (size_t p = 0; p < ids.size(); ++p) {
-    b.token_ids.push_back(ids[p]);
-    b.positions.push_back(static_cast<int32_t>(p));
-    b.slot_mapping.push_back(table.slot(static_cast<int64_t>(p)));
-    b.logits_rows.push_back(static_cast<int32_t>(p));
-  }
-  b.seqs.push_back({0, static_cast<int32_t>(ids.size()), table.blocks()});
-  std::vector<float> logits;
-  const Status st = gen.transformer().forward(b, gen.kv(), logits);
-  EXPECT_TRUE(st.ok()) << st.to_string();
-  table.release_all(gen.block_pool());
-  return logits;
-}
-
-std::vector<int32_t> greedy(Generator& gen, const std::vector<int32_t>& prompt, int n) {
-  GenerationOptions opts;
-  opts.max_tokens = n;
-  opts.sampling.temperature = 0;
-  opts.ignore_eos = true;  // the reference is plain argmax, with no end of sequence
-  auto r = gen.generate(prompt, opts, [](const StreamEvent&) { return true; });
-  EXPECT_TRUE(r.ok()) << r.status().to_string();
-  return r.ok() ? r->choices[0].tokens : std::vector<int32_t>{};
-}
 
 class HfFixture : public ::testing::TestWithParam<std::string> {};
 
@@ -76,7 +29,7 @@ TEST_P(HfFixture, MatchesTransformersReference) {
   const std::string dir = testing::shared_path("fixtures/hf/" + GetParam());
   auto model = Model::load(dir);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
-  const auto refs = load_reference(ref_path);
+  const auto refs = testing::load_hf_reference(ref_path);
   ASSERT_EQ(refs.size(), 3u);
   const auto nv = static_cast<size_t>((*model)->config().n_vocab);
   for (Isa isa : supported_isas()) {
@@ -85,8 +38,8 @@ TEST_P(HfFixture, MatchesTransformersReference) {
     // An f32 KV cache: the reference is float32 throughout (f16 K/V alone moves logits by ~1e-3).
     auto gen = Generator::create(**model, pool, cpu::kernels_for(isa), 0, 256, KvDtype::kF32);
     ASSERT_TRUE(gen.ok());
-    for (const Reference& r : refs) {
-      const auto logits = all_logits(**gen, r.input_ids);
+    for (const testing::HfReference& r : refs) {
+      const auto logits = testing::all_logits(**gen, r.input_ids);
       ASSERT_EQ(logits.size(), r.input_ids.size() * nv);
       for (size_t p = 0; p < r.input_ids.size(); ++p) {
         const std::span<const float> row(&logits[p * nv], nv);
@@ -97,7 +50,7 @@ TEST_P(HfFixture, MatchesTransformersReference) {
       }
       const float* last = &logits[(r.input_ids.size() - 1) * nv];
       for (size_t i = 0; i < nv; ++i) ASSERT_NEAR(last[i], r.last_logits[i], 1e-3) << "logit " << i;
-      EXPECT_EQ(greedy(**gen, r.input_ids, 24), r.greedy_continuation);
+      EXPECT_EQ(testing::greedy(**gen, r.input_ids, 24), r.greedy_continuation);
     }
   }
 }
@@ -114,8 +67,8 @@ TEST(HfFixtureBf16, GreedyAgreesWithF32ReferenceForEightTokens) {
   ThreadPool pool(2);
   auto gen = Generator::create(**model, pool, cpu::kernels(), 0, 256);
   ASSERT_TRUE(gen.ok());
-  for (const Reference& r : load_reference(ref_path)) {
-    const auto got = greedy(**gen, r.input_ids, 8);
+  for (const testing::HfReference& r : testing::load_hf_reference(ref_path)) {
+    const auto got = testing::greedy(**gen, r.input_ids, 8);
     EXPECT_EQ(got, std::vector<int32_t>(r.greedy_continuation.begin(), r.greedy_continuation.begin() + 8));
   }
 }

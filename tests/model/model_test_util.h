@@ -1,4 +1,5 @@
-// Helpers for model tests: random-weight models written to temporary files.
+// Helpers for model tests: random-weight models written to temporary files,
+// logits of every prompt position, greedy continuations.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,6 +10,8 @@
 #include <unistd.h>
 
 #include "core/thread_pool.h"
+#include "engine/generator.h"
+#include "kv/block_table.h"
 #include "model/model.h"
 #include "model/random_model.h"
 
@@ -27,6 +30,36 @@ inline std::unique_ptr<Model> load_random_model(const RandomModelShape& shape, D
   std::filesystem::remove(path);
   EXPECT_TRUE(m.ok()) << m.status().to_string();
   return m.ok() ? std::move(m).value() : nullptr;
+}
+
+// Logits of every position of `ids` after one prefill: [ids.size(), n_vocab].
+inline std::vector<float> all_logits(Generator& gen, const std::vector<int32_t>& ids) {
+  BlockTable table(gen.kv_spec().block_size);
+  EXPECT_TRUE(table.reserve(static_cast<int64_t>(ids.size()), gen.block_pool()).ok());
+  ForwardBatch b;
+  for (size_t p = 0; p < ids.size(); ++p) {
+    b.token_ids.push_back(ids[p]);
+    b.positions.push_back(static_cast<int32_t>(p));
+    b.slot_mapping.push_back(table.slot(static_cast<int64_t>(p)));
+    b.logits_rows.push_back(static_cast<int32_t>(p));
+  }
+  b.seqs.push_back({0, static_cast<int32_t>(ids.size()), table.blocks()});
+  std::vector<float> logits;
+  const Status st = gen.transformer().forward(b, gen.kv(), logits);
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  table.release_all(gen.block_pool());
+  return logits;
+}
+
+// n greedy tokens after `prompt` (plain argmax: EOS does not stop).
+inline std::vector<int32_t> greedy(Generator& gen, const std::vector<int32_t>& prompt, int n) {
+  GenerationOptions opts;
+  opts.max_tokens = n;
+  opts.sampling.temperature = 0;
+  opts.ignore_eos = true;
+  auto r = gen.generate(prompt, opts, [](const StreamEvent&) { return true; });
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return r.ok() ? r->choices[0].tokens : std::vector<int32_t>{};
 }
 
 }  // namespace tessera::testing
