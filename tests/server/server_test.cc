@@ -9,6 +9,7 @@
 #include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
 
 #include <boost/asio.hpp>
+#include <boost/beast.hpp>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -354,6 +355,27 @@ TEST_F(ServerTest, TokenizeAndDetokenize) {
   auto d = http_request(port, "POST", "/detokenize", json{{"tokens", tj["tokens"]}}.dump());
   ASSERT_EQ(d.status, 200) << d.body;
   EXPECT_EQ(json::parse(d.body)["prompt"], "Once upon a time");
+}
+
+TEST_F(ServerTest, KeepAliveAcrossStreamingAndPlainRequests) {
+  namespace http = boost::beast::http;
+  const uint16_t port = start();
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::socket sock(ioc);
+  sock.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  boost::beast::flat_buffer buffer;
+  for (const char* body : {R"({"prompt":"Once","max_tokens":4,"stream":true})", R"({"prompt":"Once","max_tokens":4})",
+                           R"({"prompt":"Lily","max_tokens":3,"stream":true})"}) {
+    http::request<http::string_body> req(http::verb::post, "/v1/completions", 11);
+    req.set(http::field::host, "x");
+    req.body() = body;
+    req.prepare_payload();
+    http::write(sock, req);
+    http::response<http::string_body> res;
+    http::read(sock, buffer, res);
+    EXPECT_EQ(res.result_int(), 200u) << res.body();
+    EXPECT_TRUE(res.keep_alive());
+  }
 }
 
 TEST_F(ServerTest, SixtyFourConcurrentStreams) {
