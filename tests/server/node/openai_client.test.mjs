@@ -1,0 +1,208 @@
+// Integration test of `tessera serve` with the official `openai` npm client (v6) and raw fetch.
+// Run by ctest (label `server`) as `node --test`, with TESSERA_BIN (the tessera binary) and
+// TESSERA_MODEL (stories260K.gguf) set. Starts the server on a free loopback port and stops it at the end.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { basename, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import OpenAI from "openai";
+
+const BIN = process.env.TESSERA_BIN;
+const MODEL = process.env.TESSERA_MODEL;
+const TEMPLATE = join(dirname(fileURLToPath(import.meta.url)), "chatml.jinja");
+const GREEDY_PREFIX = ", there was a little girl named Lily. She loved to play outside in the park.";
+
+let server;
+let base;
+let client;
+let model;
+let serverLog = "";
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitHealthy(url, ms) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (server.exitCode !== null) throw new Error(`tessera serve exited (${server.exitCode}):\n${serverLog}`);
+    try {
+      const r = await fetch(`${url}/health`);
+      if (r.status === 200) return;
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`no /health within ${ms} ms:\n${serverLog}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+before(async () => {
+  assert.ok(BIN && MODEL, "set TESSERA_BIN and TESSERA_MODEL");
+  const port = await freePort();
+  server = spawn(BIN, ["serve", "-m", MODEL, "--port", String(port), "--chat-template", TEMPLATE, "--threads", "2"],
+                 { stdio: ["ignore", "pipe", "pipe"] });
+  server.stdout.on("data", (d) => (serverLog += d));
+  server.stderr.on("data", (d) => (serverLog += d));
+  base = `http://127.0.0.1:${port}`;
+  await waitHealthy(base, 30000);
+  client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "x", maxRetries: 0, timeout: 60000 });
+  model = basename(MODEL);
+});
+
+after(async () => {
+  if (!server || server.exitCode !== null) return;
+  const exited = new Promise((r) => server.once("exit", (code) => r(code)));
+  server.kill("SIGTERM");
+  const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r("timeout"), 10000))]);
+  if (code === "timeout") server.kill("SIGKILL");
+  assert.equal(code, 0, `tessera serve exit status; log:\n${serverLog}`);
+});
+
+test("models lists the served model", async () => {
+  const list = await client.models.list();
+  assert.deepEqual(list.data.map((m) => m.id), [model]);
+});
+
+test("greedy completion", async () => {
+  const r = await client.completions.create({ model, prompt: "Once upon a time", max_tokens: 32, temperature: 0 });
+  assert.equal(r.object, "text_completion");
+  assert.equal(r.choices.length, 1);
+  assert.ok(r.choices[0].text.startsWith(GREEDY_PREFIX), r.choices[0].text);
+  assert.equal(r.choices[0].finish_reason, "length");
+  assert.equal(r.usage.completion_tokens, 32);
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + 32);
+});
+
+test("streaming completion concatenates to the non-streaming text", async () => {
+  const req = { model, prompt: "Once upon a time", max_tokens: 24, temperature: 0 };
+  const plain = await client.completions.create(req);
+  const stream = await client.completions.create({ ...req, stream: true, stream_options: { include_usage: true } });
+  let text = "";
+  let finish = null;
+  let usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      text += c.text ?? "";
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  assert.equal(text, plain.choices[0].text);
+  assert.equal(finish, "length");
+  assert.equal(usage?.completion_tokens, 24);
+});
+
+test("chat completion, plain and streaming", async () => {
+  const req = { model, messages: [{ role: "system", content: "Tell stories." }, { role: "user", content: "Once upon a time" }],
+                max_completion_tokens: 12, temperature: 0 };
+  const r = await client.chat.completions.create(req);
+  assert.equal(r.object, "chat.completion");
+  assert.equal(r.choices[0].message.role, "assistant");
+  assert.equal(typeof r.choices[0].message.content, "string");
+  assert.ok(r.choices[0].message.content.length > 0);
+  assert.equal(r.usage.completion_tokens, 12);
+  let text = "";
+  for await (const chunk of await client.chat.completions.create({ ...req, stream: true })) {
+    text += chunk.choices[0]?.delta?.content ?? "";
+  }
+  assert.equal(text, r.choices[0].message.content);
+});
+
+test("n > 1 returns n choices", async () => {
+  const r = await client.completions.create({ model, prompt: "Once upon a time", max_tokens: 8, n: 3, seed: 11 });
+  assert.deepEqual(r.choices.map((c) => c.index).sort(), [0, 1, 2]);
+  assert.equal(r.usage.completion_tokens, 24);
+  const chat = await client.chat.completions.create({ model, messages: [{ role: "user", content: "Hi" }],
+                                                      max_completion_tokens: 4, n: 2, seed: 3 });
+  assert.equal(chat.choices.length, 2);
+});
+
+test("logprobs: completions and chat", async () => {
+  const r = await client.completions.create({ model, prompt: "Once upon a time", max_tokens: 5, temperature: 0, logprobs: 2 });
+  const lp = r.choices[0].logprobs;
+  assert.equal(lp.tokens.length, 5);
+  assert.equal(lp.token_logprobs.length, 5);
+  assert.equal(lp.top_logprobs.length, 5);
+  assert.equal(Object.keys(lp.top_logprobs[0]).length, 2);
+  for (const v of lp.token_logprobs) assert.ok(v <= 0);
+  assert.equal(lp.tokens.join(""), r.choices[0].text);
+  const c = await client.chat.completions.create({ model, messages: [{ role: "user", content: "Hi" }],
+                                                   max_completion_tokens: 4, temperature: 0, logprobs: true, top_logprobs: 3 });
+  const content = c.choices[0].logprobs.content;
+  assert.equal(content.length, c.usage.completion_tokens);
+  assert.equal(content[0].top_logprobs.length, 3);
+  assert.ok(content[0].logprob <= 0);
+});
+
+test("openai client surfaces server errors as APIError", async () => {
+  await assert.rejects(client.completions.create({ model, prompt: "hi", temperature: -1 }),
+                       (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === "temperature");
+  await assert.rejects(client.completions.create({ model: "gpt-4", prompt: "hi" }),
+                       (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
+});
+
+async function post(path, body, raw = false) {
+  return fetch(`${base}${path}`, { method: "POST", headers: { "Content-Type": "application/json" },
+                                   body: raw ? body : JSON.stringify(body) });
+}
+
+function assertErrorShape(j, param) {
+  assert.equal(typeof j.error, "object");
+  for (const k of ["message", "type", "param", "code"]) assert.ok(k in j.error, `error.${k} missing: ${JSON.stringify(j)}`);
+  assert.equal(typeof j.error.message, "string");
+  if (param) assert.equal(j.error.param, param);
+}
+
+test("raw protocol: 400 body shape, 404 unknown model, SSE framing", async () => {
+  for (const [body, param] of [["{not json", null], [JSON.stringify({ prompt: "hi", top_p: 1.5 }), "top_p"],
+                               [JSON.stringify({ prompt: "hi", n: 0 }), "n"]]) {
+    const r = await post("/v1/completions", body, true);
+    assert.equal(r.status, 400);
+    assert.match(r.headers.get("content-type"), /application\/json/);
+    assertErrorShape(await r.json(), param);
+  }
+  const nf = await post("/v1/completions", { model: "no-such-model", prompt: "hi" });
+  assert.equal(nf.status, 404);
+  assertErrorShape(await nf.json(), "model");
+  const route = await fetch(`${base}/nope`);
+  assert.equal(route.status, 404);
+  const s = await post("/v1/completions", { model, prompt: "Once", max_tokens: 3, stream: true });
+  assert.equal(s.status, 200);
+  assert.match(s.headers.get("content-type"), /text\/event-stream/);
+  const events = (await s.text()).split("\n\n").filter((e) => e.length > 0);
+  for (const e of events) assert.ok(e.startsWith("data: "), e);
+  assert.equal(events.at(-1), "data: [DONE]");
+  assert.ok(events.length >= 2);
+});
+
+test("256 concurrent streaming requests all succeed; /health answers meanwhile", async () => {
+  const kStreams = 256;
+  const one = async (i) => {
+    const r = await post("/v1/completions", { model, prompt: `Once upon a time ${i}`, max_tokens: 4, stream: true, seed: i });
+    const text = await r.text();
+    return r.status === 200 && text.trimEnd().endsWith("data: [DONE]") ? null : `${r.status}: ${text.slice(0, 200)}`;
+  };
+  const all = Promise.all(Array.from({ length: kStreams }, (_, i) => one(i)));
+  const healthMs = [];
+  let done = false;
+  all.finally(() => (done = true));
+  while (!done) {
+    const t0 = performance.now();
+    const h = await fetch(`${base}/health`);
+    healthMs.push(performance.now() - t0);
+    assert.equal(h.status, 200);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const failures = (await all).filter((f) => f !== null);
+  assert.deepEqual(failures, []);
+  assert.ok(healthMs.length >= 1);
+  assert.ok(Math.max(...healthMs) < 1000, `slowest /health ${Math.max(...healthMs).toFixed(0)} ms`);
+});
