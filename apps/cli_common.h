@@ -65,5 +65,6 @@ Runner register_perplexity(CLI::App& app);
 Runner register_chat(CLI::App& app);
 Runner register_bench_serving(CLI::App& app);
 Runner register_serve(CLI::App& app);
+Runner register_bench_serve(CLI::App& app);
 
 }  // namespace tessera::cli

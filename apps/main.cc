@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
       {"chat", tessera::cli::register_chat(app)},
       {"bench-serving", tessera::cli::register_bench_serving(app)},
       {"serve", tessera::cli::register_serve(app)},
+      {"bench-serve", tessera::cli::register_bench_serve(app)},
   };
   try {
     app.parse(argc, argv);

@@ -3,7 +3,8 @@
 // TESSERA_MODEL (stories260K.gguf) set. Starts the server on a free loopback port and stops it at the end.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
+import { promisify } from "node:util";
 import { createServer } from "node:net";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -205,4 +206,17 @@ test("256 concurrent streaming requests all succeed; /health answers meanwhile",
   assert.deepEqual(failures, []);
   assert.ok(healthMs.length >= 1);
   assert.ok(Math.max(...healthMs) < 1000, `slowest /health ${Math.max(...healthMs).toFixed(0)} ms`);
+});
+
+test("tessera bench-serve against this server reports every request", async () => {
+  const { stdout } = await promisify(execFile)(BIN, ["bench-serve", "--url", `${base}/v1`, "--concurrency", "4",
+                                                     "--num-prompts", "8", "--input-len", "16", "--output-len", "4",
+                                                     "--shared-prefix-len", "8", "--json"]);
+  const r = JSON.parse(stdout);
+  assert.equal(r.completed, 8);
+  assert.equal(r.errors, 0);
+  assert.equal(r.total_output_tokens, 32);
+  assert.equal(r.total_input_tokens, 8 * 24);
+  for (const k of ["ttft", "tpot", "itl", "e2e_latency"]) assert.ok(r[k].median_ms > 0, k);
+  assert.ok(r.output_tokens_per_s > 0);
 });

@@ -1,0 +1,233 @@
+// `tessera bench-serve`: a load generator for a running `tessera serve` (or any
+// OpenAI-compatible server that takes token-id prompts). It sends streaming
+// /v1/completions requests at a fixed concurrency or with Poisson arrivals and
+// reports throughput and TTFT / TPOT / ITL / end-to-end latency percentiles.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "bench_serve_client.h"
+#include "cli_common.h"
+
+namespace tessera::cli {
+
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct BenchServeOptions {
+  std::string url = "http://127.0.0.1:8080";
+  int concurrency = 0;        // 0: unset
+  double request_rate = 0;    // requests/s, Poisson; 0: unset
+  int num_prompts = 100;
+  int input_len = 128;
+  int output_len = 32;
+  int shared_prefix_len = 0;
+  int64_t vocab_size = 0;     // 0: probe the server
+  uint64_t seed = 0;
+  bool json_out = false;
+};
+
+// Largest valid token id + 1, by binary search over POST /detokenize (200 for valid ids, 400 otherwise).
+Result<int64_t> probe_vocab(const ServerUrl& url) {
+  int64_t lo = 1, hi = int64_t{1} << 24;  // lo valid, hi invalid
+  TESSERA_ASSIGN_OR_RETURN(HttpReply first, http_call(url, "POST", "/detokenize", R"({"tokens":[0]})"));
+  if (first.status != 200) return invalid_argument("cannot find the vocabulary size (POST /detokenize answered " +
+                                                   std::to_string(first.status) + "); pass --vocab-size");
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    TESSERA_ASSIGN_OR_RETURN(HttpReply r, http_call(url, "POST", "/detokenize", json{{"tokens", {mid}}}.dump()));
+    (r.status == 200 ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+struct Summary {
+  double mean = 0, median = 0, p90 = 0, p99 = 0;
+};
+
+Summary summarize(std::vector<double> v) {
+  Summary s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  auto pct = [&](double p) {
+    const double pos = p * static_cast<double>(v.size() - 1);
+    const size_t i = static_cast<size_t>(pos);
+    const double f = pos - static_cast<double>(i);
+    return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
+  };
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  s.median = pct(0.5);
+  s.p90 = pct(0.9);
+  s.p99 = pct(0.99);
+  return s;
+}
+
+json summary_json(const Summary& s) {
+  return {{"mean_ms", s.mean * 1e3}, {"median_ms", s.median * 1e3}, {"p90_ms", s.p90 * 1e3}, {"p99_ms", s.p99 * 1e3}};
+}
+
+int bench_serve_main(const BenchServeOptions& o) {
+  auto url = parse_server_url(o.url);
+  if (!url.ok()) return fail(url.status());
+  auto models = http_call(*url, "GET", "/v1/models", "");
+  if (!models.ok()) return fail(models.status());
+  std::string model;
+  if (auto j = json::parse(models->body, nullptr, false); models->status == 200 && !j.is_discarded() && j.contains("data") &&
+                                                          j["data"].is_array() && !j["data"].empty()) {
+    model = j["data"][0].value("id", "");
+  }
+  int64_t vocab = o.vocab_size;
+  if (vocab == 0) {
+    auto v = probe_vocab(*url);
+    if (!v.ok()) return fail(v.status());
+    vocab = *v;
+  }
+
+  // Prompts: a shared prefix of random ids, then input_len random ids of each request's own.
+  std::mt19937_64 rng(o.seed);
+  std::uniform_int_distribution<int64_t> id(std::min<int64_t>(3, vocab - 1), vocab - 1);
+  std::vector<int64_t> prefix(static_cast<size_t>(o.shared_prefix_len));
+  for (auto& t : prefix) t = id(rng);
+  std::vector<std::string> bodies;
+  for (int i = 0; i < o.num_prompts; ++i) {
+    std::vector<int64_t> p = prefix;
+    for (int k = 0; k < o.input_len; ++k) p.push_back(id(rng));
+    json req = {{"prompt", p}, {"max_tokens", o.output_len}, {"min_tokens", o.output_len}, {"ignore_eos", true},
+                {"temperature", 0}, {"stream", true}, {"stream_options", {{"include_usage", true}}}};
+    if (!model.empty()) req["model"] = model;
+    bodies.push_back(req.dump());
+  }
+  // Arrival times: all at 0 under a fixed concurrency, else a Poisson process.
+  std::vector<double> arrival(static_cast<size_t>(o.num_prompts), 0.0);
+  if (o.request_rate > 0) {
+    std::exponential_distribution<double> gap(o.request_rate);
+    double t = 0;
+    for (auto& a : arrival) a = (t += gap(rng));
+  }
+  const int workers = o.concurrency > 0 ? std::min(o.concurrency, o.num_prompts) : std::min(o.num_prompts, 1024);
+
+  std::vector<StreamTiming> results(static_cast<size_t>(o.num_prompts));
+  std::atomic<int> next{0}, finished{0}, errors{0};
+  const auto t0 = Clock::now();
+  auto work = [&] {
+    for (int i; (i = next.fetch_add(1)) < o.num_prompts;) {
+      std::this_thread::sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(arrival[static_cast<size_t>(i)])));
+      results[static_cast<size_t>(i)] = stream_completion(*url, bodies[static_cast<size_t>(i)]);
+      if (!results[static_cast<size_t>(i)].ok) ++errors;
+      ++finished;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) threads.emplace_back(work);
+  std::thread progress([&] {
+    while (finished.load() < o.num_prompts) {
+      const double el = std::chrono::duration<double>(Clock::now() - t0).count();
+      fmt::print(stderr, "\rbench-serve: {}/{} done, {} errors, {:.1f} s", finished.load(), o.num_prompts, errors.load(), el);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  for (auto& t : threads) t.join();
+  progress.join();
+  const double duration = std::chrono::duration<double>(Clock::now() - t0).count();
+  fmt::print(stderr, "\rbench-serve: {}/{} done, {} errors, {:.1f} s\n", o.num_prompts, o.num_prompts, errors.load(), duration);
+
+  std::vector<double> ttft, tpot, itl, e2e;
+  int64_t in_tokens = 0, out_tokens = 0;
+  int ok = 0;
+  std::string first_error;
+  for (const auto& r : results) {
+    if (!r.ok) {
+      if (first_error.empty()) first_error = r.error;
+      continue;
+    }
+    ++ok;
+    in_tokens += r.prompt_tokens;
+    out_tokens += r.completion_tokens;
+    ttft.push_back(r.ttft);
+    e2e.push_back(r.e2e);
+    if (r.completion_tokens > 1) tpot.push_back((r.e2e - r.ttft) / static_cast<double>(r.completion_tokens - 1));
+    itl.insert(itl.end(), r.itl.begin(), r.itl.end());
+  }
+  const Summary s_ttft = summarize(ttft), s_tpot = summarize(tpot), s_itl = summarize(itl), s_e2e = summarize(e2e);
+  json out = {{"url", o.url},
+              {"model", model},
+              {"num_prompts", o.num_prompts},
+              {"concurrency", o.concurrency > 0 ? json(o.concurrency) : json(nullptr)},
+              {"request_rate", o.request_rate > 0 ? json(o.request_rate) : json(nullptr)},
+              {"input_len", o.input_len},
+              {"output_len", o.output_len},
+              {"shared_prefix_len", o.shared_prefix_len},
+              {"completed", ok},
+              {"errors", o.num_prompts - ok},
+              {"duration_s", duration},
+              {"request_throughput", ok / duration},
+              {"input_tokens_per_s", static_cast<double>(in_tokens) / duration},
+              {"output_tokens_per_s", static_cast<double>(out_tokens) / duration},
+              {"total_input_tokens", in_tokens},
+              {"total_output_tokens", out_tokens},
+              {"ttft", summary_json(s_ttft)},
+              {"tpot", summary_json(s_tpot)},
+              {"itl", summary_json(s_itl)},
+              {"e2e_latency", summary_json(s_e2e)}};
+  if (!first_error.empty()) out["first_error"] = first_error;
+  if (o.json_out) {
+    fmt::print("{}\n", out.dump(2));
+  } else {
+    fmt::print("{:<28}{}\n", "model", model);
+    fmt::print("{:<28}{} ok, {} errors in {:.2f} s\n", "requests", ok, o.num_prompts - ok, duration);
+    fmt::print("{:<28}{:.2f}\n", "request throughput (req/s)", ok / duration);
+    fmt::print("{:<28}{:.1f}\n", "input tokens/s", static_cast<double>(in_tokens) / duration);
+    fmt::print("{:<28}{:.1f}\n", "output tokens/s", static_cast<double>(out_tokens) / duration);
+    fmt::print("{:<12}{:>12}{:>12}{:>12}{:>12}\n", "ms", "mean", "median", "p90", "p99");
+    for (const auto& [name, s] : {std::pair{"TTFT", s_ttft}, {"TPOT", s_tpot}, {"ITL", s_itl}, {"E2E", s_e2e}}) {
+      fmt::print("{:<12}{:>12.2f}{:>12.2f}{:>12.2f}{:>12.2f}\n", name, s.mean * 1e3, s.median * 1e3, s.p90 * 1e3,
+                 s.p99 * 1e3);
+    }
+    if (!first_error.empty()) fmt::print("first error: {}\n", first_error);
+  }
+  return ok == o.num_prompts ? 0 : 1;
+}
+
+}  // namespace
+
+Runner register_bench_serve(CLI::App& app) {
+  auto o = std::make_shared<BenchServeOptions>();
+  CLI::App* sub = app.add_subcommand("bench-serve", "Load-test a running OpenAI-compatible server with streaming completions");
+  sub->add_option("--url", o->url, "Server base URL")->capture_default_str();
+  auto* conc = sub->add_option("--concurrency", o->concurrency, "Requests in flight at once")->check(CLI::Range(1, 4096));
+  sub->add_option("--request-rate", o->request_rate, "Poisson arrivals at this many requests/s")
+      ->check(CLI::PositiveNumber)
+      ->excludes(conc);
+  sub->add_option("--num-prompts", o->num_prompts, "Requests to send")->check(CLI::Range(1, 1000000))->capture_default_str();
+  sub->add_option("--input-len", o->input_len, "Random prompt token ids per request")->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  sub->add_option("--output-len", o->output_len, "Tokens to generate per request (EOS ignored)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  sub->add_option("--shared-prefix-len", o->shared_prefix_len, "Random token ids every prompt starts with")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  sub->add_option("--vocab-size", o->vocab_size, "Draw ids below this (default: probe the server)")
+      ->check(CLI::Range(int64_t{4}, int64_t{1} << 30));
+  sub->add_option("--seed", o->seed, "Prompt and arrival seed")->capture_default_str();
+  sub->add_flag("--json", o->json_out, "Print the results as JSON");
+  return [o] {
+    BenchServeOptions opts = *o;
+    if (opts.concurrency == 0 && opts.request_rate == 0) opts.concurrency = 1;
+    return bench_serve_main(opts);
+  };
+}
+
+}  // namespace tessera::cli
