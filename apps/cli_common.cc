@@ -8,7 +8,7 @@
 namespace tessera::cli {
 
 void add_engine_flags(CLI::App& app, EngineFlags& f) {
-  app.add_option("-m,--model", f.model, "Model file (GGUF)")->required();
+  app.add_option("-m,--model", f.model, "Model: a GGUF file or a Hugging Face directory")->required();
   app.add_option("-t,--threads", f.threads, "Worker threads (default: physical cores)")->check(CLI::Range(1, 1024));
   app.add_option("-c,--ctx-size", f.ctx_size, "Context size in tokens; sizes the KV cache (default: min(trained, 4096))")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));

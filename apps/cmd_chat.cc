@@ -110,7 +110,7 @@ Runner register_chat(CLI::App& app) {
   sub->add_option("-n,--n-predict", o->n_predict, "Maximum tokens per reply (-1: until end of turn)")
       ->check(CLI::Range(-1, 1 << 30));
   sub->add_option("--temp", o->sampling.temperature, "Temperature (0 = greedy)")->check(CLI::Range(0.0f, 100.0f));
-  sub->add_option("--top-k", o->sampling.top_k, "Top-k (0 disables)")->check(CLI::Range(0, 1 << 30));
+  sub->add_option("--top-k", o->sampling.top_k, "Top-k (0 or -1 disables)")->check(CLI::Range(-1, 1 << 30));
   sub->add_option("--top-p", o->sampling.top_p, "Top-p (1 disables)")->check(CLI::Range(0.0f, 1.0f));
   sub->add_option("--min-p", o->sampling.min_p, "Min-p (0 disables)")->check(CLI::Range(0.0f, 1.0f));
   sub->add_option("--seed", o->sampling.seed, "Random seed")->each([o](const std::string&) { o->seed_set = true; });

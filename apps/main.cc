@@ -8,7 +8,7 @@
 #include "cli_common.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"tessera: run large language models (GGUF) on the CPU"};
+  CLI::App app{"tessera: run and serve large language models (GGUF or Hugging Face) on the CPU"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "tessera 0.1.0");
   const std::map<std::string, tessera::cli::Runner> runners = {
