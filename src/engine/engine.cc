@@ -184,15 +184,9 @@ Status Engine::run_forward(const SchedulerOutput& out, std::vector<float>& logit
   ForwardBatch b;
   int64_t prompt_tokens = 0;
   for (const ScheduledSeq& item : out.scheduled) {
-    SeqSlot& s = *item.seq;
-    const int32_t row0 = b.n_tokens();
-    for (int64_t p = s.num_computed; p < s.num_computed + item.num_new_tokens; ++p) {
-      b.token_ids.push_back((*s.tokens)[static_cast<size_t>(p)]);
-      b.positions.push_back(static_cast<int32_t>(p));
-      b.slot_mapping.push_back(s.table.slot(p));
-    }
-    b.seqs.push_back({row0, item.num_new_tokens, std::span<const int32_t>(s.table.blocks())});
-    if (item.needs_logits) b.logits_rows.push_back(b.n_tokens() - 1);
+    const SeqSlot& s = *item.seq;
+    b.append(*s.tokens, s.num_computed, s.num_computed + item.num_new_tokens, s.table,
+             item.needs_logits ? ForwardBatch::Logits::kLast : ForwardBatch::Logits::kNone);
     if (item.num_new_tokens > 1 || !item.needs_logits) prompt_tokens += item.num_new_tokens;
   }
   const auto t0 = Clock::now();

@@ -14,20 +14,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-// Appends tokens [begin, end) of one sequence whose earlier positions are
-// cached; logits for its last token only.
-void append_sequence(ForwardBatch& b, const std::vector<int32_t>& tokens, int32_t begin, int32_t end,
-                     const BlockTable& table) {
-  const int32_t row0 = b.n_tokens();
-  for (int32_t p = begin; p < end; ++p) {
-    b.token_ids.push_back(tokens[static_cast<size_t>(p)]);
-    b.positions.push_back(p);
-    b.slot_mapping.push_back(table.slot(p));
-  }
-  b.seqs.push_back({row0, end - begin, std::span<const int32_t>(table.blocks())});
-  b.logits_rows.push_back(b.n_tokens() - 1);
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Generator>> Generator::create(const Model& model, ThreadPool& pool, const cpu::Kernels& kernels,
@@ -61,7 +47,7 @@ Result<std::vector<float>> Generator::prefill_logits(const std::vector<int32_t>&
   for (int32_t begin = 0; begin < static_cast<int32_t>(prompt.size()) && st.ok(); begin += chunk) {
     const int32_t end = std::min<int32_t>(static_cast<int32_t>(prompt.size()), begin + chunk);
     ForwardBatch b;
-    append_sequence(b, prompt, begin, end, table);
+    b.append(prompt, begin, end, table, ForwardBatch::Logits::kLast);
     st = transformer_.forward(b, *kv_, logits);
   }
   table.release_all(block_pool_);
@@ -101,7 +87,7 @@ Result<GenerationResult> Generator::generate(const std::vector<int32_t>& prompt,
   for (int32_t begin = 0; st.ok() && begin < stats.prompt_tokens; begin += options.prefill_chunk) {
     const int32_t end = std::min(stats.prompt_tokens, begin + options.prefill_chunk);
     ForwardBatch b;
-    append_sequence(b, prompt, begin, end, tables[0]);
+    b.append(prompt, begin, end, tables[0], ForwardBatch::Logits::kLast);
     st = transformer_.forward(b, *kv_, logits);
   }
   for (int32_t i = 1; st.ok() && i < options.n; ++i) {
@@ -140,7 +126,7 @@ Result<GenerationResult> Generator::generate(const std::vector<int32_t>& prompt,
       const auto pos = static_cast<int32_t>(s->num_tokens() - 1);
       st = tables[i].reserve(pos + 1, block_pool_);
       if (!st.ok()) break;
-      append_sequence(b, s->tokens(), pos, pos + 1, tables[i]);
+      b.append(s->tokens(), pos, pos + 1, tables[i], ForwardBatch::Logits::kLast);
     }
     if (!st.ok() || cancelled || b.seqs.empty()) break;
     st = transformer_.forward(b, *kv_, logits);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/cpu/paged_attention.h"
+#include "kv/block_table.h"
 
 namespace tessera {
 
@@ -20,6 +21,23 @@ struct ForwardBatch {
   std::vector<int32_t> logits_rows;   // [n_logits] rows whose logits are returned, in this order
 
   int32_t n_tokens() const { return static_cast<int32_t>(token_ids.size()); }
+
+  // Which of an appended sequence's rows need logits.
+  enum class Logits { kNone, kLast, kAll };
+
+  // Appends tokens[begin, end) of one sequence at positions begin..end-1,
+  // with slots from `table` (which must cover position end - 1).
+  void append(const std::vector<int32_t>& tokens, int64_t begin, int64_t end, const BlockTable& table, Logits logits) {
+    const int32_t row0 = n_tokens();
+    for (int64_t p = begin; p < end; ++p) {
+      if (logits == Logits::kAll) logits_rows.push_back(n_tokens());
+      token_ids.push_back(tokens[static_cast<size_t>(p)]);
+      positions.push_back(static_cast<int32_t>(p));
+      slot_mapping.push_back(table.slot(p));
+    }
+    seqs.push_back({row0, static_cast<int32_t>(end - begin), std::span<const int32_t>(table.blocks())});
+    if (logits == Logits::kLast) logits_rows.push_back(n_tokens() - 1);
+  }
 };
 
 }  // namespace tessera

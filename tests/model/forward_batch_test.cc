@@ -42,14 +42,7 @@ struct Harness {
 
 // Appends tokens [begin, end) of one sequence to `b`, logits for every row.
 void append_seq(ForwardBatch& b, const std::vector<int32_t>& toks, int begin, int end, const BlockTable& table) {
-  const int32_t row0 = b.n_tokens();
-  for (int p = begin; p < end; ++p) {
-    b.logits_rows.push_back(b.n_tokens());
-    b.token_ids.push_back(toks[static_cast<size_t>(p)]);
-    b.positions.push_back(p);
-    b.slot_mapping.push_back(table.slot(p));
-  }
-  b.seqs.push_back({row0, end - begin, std::span<const int32_t>(table.blocks())});
+  b.append(toks, begin, end, table, ForwardBatch::Logits::kAll);
 }
 
 // Runs each sequence alone, then all together in one call (in a fresh cache

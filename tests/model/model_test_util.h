@@ -37,13 +37,7 @@ inline std::vector<float> all_logits(Generator& gen, const std::vector<int32_t>&
   BlockTable table(gen.kv_spec().block_size);
   EXPECT_TRUE(table.reserve(static_cast<int64_t>(ids.size()), gen.block_pool()).ok());
   ForwardBatch b;
-  for (size_t p = 0; p < ids.size(); ++p) {
-    b.token_ids.push_back(ids[p]);
-    b.positions.push_back(static_cast<int32_t>(p));
-    b.slot_mapping.push_back(table.slot(static_cast<int64_t>(p)));
-    b.logits_rows.push_back(static_cast<int32_t>(p));
-  }
-  b.seqs.push_back({0, static_cast<int32_t>(ids.size()), table.blocks()});
+  b.append(ids, 0, static_cast<int64_t>(ids.size()), table, ForwardBatch::Logits::kAll);
   std::vector<float> logits;
   const Status st = gen.transformer().forward(b, gen.kv(), logits);
   EXPECT_TRUE(st.ok()) << st.to_string();

@@ -12,6 +12,7 @@
 
 #include "test_support.h"
 #include "tokenizer_test_util.h"
+#include "vocab_vectors.h"
 
 namespace tessera {
 namespace {
@@ -21,48 +22,6 @@ using testing::load_tokenizer;
 using testing::synth_llama_vocab;
 using testing::to_memory_gguf;
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// The .inp format: every input is followed by "\n__ggml_vocab_test__\n"
-// (also the last one). An input may itself start with or consist of
-// newlines, so the separator is searched from the start of each input.
-std::vector<std::string> read_vocab_inputs(const std::string& path) {
-  const std::string text = read_all(path);
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> inputs;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t hit = text.find(sep, pos);
-    if (hit == std::string::npos) {
-      inputs.push_back(text.substr(pos));  // tolerate a missing final separator
-      break;
-    }
-    inputs.push_back(text.substr(pos, hit - pos));
-    pos = hit + sep.size();
-  }
-  return inputs;
-}
-
-// The .out format: one line per input, ids separated by spaces (each id is
-// preceded by a space; an empty line for an empty result).
-std::vector<std::vector<int32_t>> read_vocab_outputs(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::vector<int32_t>> outputs;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    std::vector<int32_t> ids;
-    int64_t id = 0;
-    while (ls >> id) ids.push_back(static_cast<int32_t>(id));
-    outputs.push_back(std::move(ids));
-  }
-  return outputs;
-}
 
 std::string ids_to_string(const std::vector<int32_t>& ids) {
   std::string s;
@@ -77,8 +36,8 @@ std::string ids_to_string(const std::vector<int32_t>& ids) {
 void run_vocab_vectors(const std::string& vocab, const std::string& inp, const std::string& out) {
   std::unique_ptr<Tokenizer> tok = load_tokenizer(vocab);
   ASSERT_NE(tok, nullptr);
-  const std::vector<std::string> inputs = read_vocab_inputs(inp);
-  const std::vector<std::vector<int32_t>> expected = read_vocab_outputs(out);
+  const std::vector<std::string> inputs = testing::read_vector_inputs(inp);
+  const std::vector<std::vector<int32_t>> expected = testing::read_vector_outputs(out);
   ASSERT_EQ(inputs.size(), expected.size());
   ASSERT_GT(inputs.size(), 40u);
   size_t passed = 0;
@@ -112,7 +71,7 @@ TEST(SpmVocabVectors, Phi3) {
 
 TEST(SpmVocabVectors, InputFileFormat) {
   TESSERA_REQUIRE_SHARED_FILE(inp, "testdata/tokenizer/ggml-vocab-llama-spm.gguf.inp");
-  const std::vector<std::string> inputs = read_vocab_inputs(inp);
+  const std::vector<std::string> inputs = testing::read_vector_inputs(inp);
   ASSERT_GE(inputs.size(), 12u);
   EXPECT_EQ(inputs[1], "F\xC3\xBChrer");
   EXPECT_EQ(inputs[2], "");
