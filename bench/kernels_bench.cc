@@ -1,6 +1,9 @@
 // Matmul throughput per weight dtype: decode (n_tokens = 1) in GB/s of weight
 // read, to compare with the read-bandwidth roofline, and prefill
-// (n_tokens = 64) in GFLOP/s. TESSERA_ISA=scalar|avx2|avx512 picks the path.
+// (n_tokens = 64) and batched decode (n_tokens = 16) in GFLOP/s.
+// TESSERA_ISA=scalar|avx2|avx512 picks the path; tiled=0 runs the same ISA
+// without its tile kernels (one dot product per (row, token), the previous
+// matmul) so both versions are measured side by side in one run.
 //
 //   ./build-kernels/bench/kernels_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
@@ -52,8 +55,19 @@ const Weights& weights(DType t) {
   return cache.emplace(t, std::move(w)).first->second;
 }
 
+// The best ISA's table, optionally without its tile kernels.
+const Kernels& table(bool tiled) {
+  static const Kernels untiled = [] {
+    Kernels k = kernels();
+    k.gemm = nullptr;
+    return k;
+  }();
+  return tiled ? kernels() : untiled;
+}
+
 void run_matmul(benchmark::State& state, DType t, int64_t n_tokens) {
   const int threads = static_cast<int>(state.range(0));
+  const bool tiled = state.range(2) != 0;
   ThreadPool pool(threads);
   const Weights& w = weights(t);
   std::vector<float> x(static_cast<size_t>(n_tokens * kCols), 0.5f);  // [n_tokens, cols]
@@ -62,7 +76,7 @@ void run_matmul(benchmark::State& state, DType t, int64_t n_tokens) {
   size_t i = 0;
   for (auto _ : state) {
     const MatrixView view{t, w.copies[i++ % w.copies.size()].data(), kRows, kCols};
-    matmul(pool, kernels(), view, x.data(), n_tokens, y.data(), scratch);
+    matmul(pool, table(tiled), view, x.data(), n_tokens, y.data(), scratch);
     benchmark::DoNotOptimize(y.data());
   }
   const double iters = static_cast<double>(state.iterations());
@@ -70,29 +84,39 @@ void run_matmul(benchmark::State& state, DType t, int64_t n_tokens) {
   state.counters["GB/s"] = benchmark::Counter(bytes * iters / 1e9, benchmark::Counter::kIsRate);
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * kRows * kCols * static_cast<double>(n_tokens) * iters / 1e9, benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(dtype_name(t)) + " " + isa_name(kernels().isa));
+  state.SetLabel(std::string(dtype_name(t)) + " " + isa_name(kernels().isa) + (tiled ? " tiled" : " dot"));
 }
 
 void BM_Decode(benchmark::State& state) { run_matmul(state, static_cast<DType>(state.range(1)), 1); }
+void BM_Batch16(benchmark::State& state) { run_matmul(state, static_cast<DType>(state.range(1)), 16); }
 void BM_Prefill64(benchmark::State& state) { run_matmul(state, static_cast<DType>(state.range(1)), 64); }
 
 void dtype_args(benchmark::internal::Benchmark* b) {
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
-    for (int threads : {1, 2}) b->Args({threads, static_cast<int64_t>(t)});
+    for (int threads : {1, 2}) {
+      for (int tiled : {0, 1}) b->Args({threads, static_cast<int64_t>(t), tiled});
+    }
   }
 }
 
 // Repetitions with medians: a shared machine makes single runs noisy.
 BENCHMARK(BM_Decode)
     ->Apply(dtype_args)
-    ->ArgNames({"threads", "dtype"})
+    ->ArgNames({"threads", "dtype", "tiled"})
     ->UseRealTime()
     ->MinTime(0.2)
     ->Repetitions(5)
     ->ReportAggregatesOnly(true);
+BENCHMARK(BM_Batch16)
+    ->Apply(dtype_args)
+    ->ArgNames({"threads", "dtype", "tiled"})
+    ->UseRealTime()
+    ->MinTime(0.2)
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true);
 BENCHMARK(BM_Prefill64)
     ->Apply(dtype_args)
-    ->ArgNames({"threads", "dtype"})
+    ->ArgNames({"threads", "dtype", "tiled"})
     ->UseRealTime()
     ->MinTime(0.2)
     ->Repetitions(3)

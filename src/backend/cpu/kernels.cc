@@ -1,5 +1,8 @@
 #include "backend/cpu/kernels.h"
 
+#include <cstdlib>
+#include <string_view>
+
 #include "backend/cpu/kernels_internal.h"
 #include "core/check.h"
 
@@ -18,7 +21,14 @@ const Kernels& kernels_for(Isa isa) {
 }
 
 const Kernels& kernels() {
-  static const Kernels& k = kernels_for(best_isa());
+  // TESSERA_TILED_GEMM=0 drops the tile kernels (matmul then computes one dot
+  // product per (row, token), the pre-tiling path), for side-by-side benchmarks.
+  static const Kernels k = [] {
+    Kernels t = kernels_for(best_isa());
+    const char* env = std::getenv("TESSERA_TILED_GEMM");
+    if (env != nullptr && std::string_view(env) == "0") t.gemm = nullptr;
+    return t;
+  }();
   return k;
 }
 

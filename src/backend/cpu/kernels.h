@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "backend/cpu/gemm.h"
 #include "core/cpu_features.h"
 #include "core/dtype.h"
 
@@ -86,11 +87,15 @@ struct Kernels {
 
   // Dot products of the remaining block formats (see QuantKernels).
   const QuantKernels* quant;
+  // Register-tiled products that matmul uses instead of the dot products
+  // above for F32/F16/BF16/Q8_0/Q4_0 weights; null on ISAs without them.
+  const GemmKernels* gemm;
 };
 
 // The table for `isa`; isa must be in supported_isas().
 const Kernels& kernels_for(Isa isa);
-// kernels_for(best_isa()).
+// kernels_for(best_isa()), without the tile kernels (gemm = nullptr) when the
+// environment sets TESSERA_TILED_GEMM=0.
 const Kernels& kernels();
 
 }  // namespace tessera::cpu

@@ -400,6 +400,7 @@ const Kernels& avx2_kernels() {
       .rope = rope_scalar,
       .sum_f32 = sum_f32,
       .quant = &kQuantAvx2,
+      .gemm = nullptr,
   };
   return k;
 }

@@ -446,6 +446,7 @@ const Kernels& avx512_kernels() {
       .rope = rope_scalar,
       .sum_f32 = sum_f32,
       .quant = &kQuantAvx512,
+      .gemm = &kGemmAvx512,
   };
   return k;
 }

@@ -168,6 +168,7 @@ const Kernels& scalar_kernels() {
       .rope = rope_scalar,
       .sum_f32 = sum_f32,
       .quant = &kQuantScalar,
+      .gemm = nullptr,
   };
   return k;
 }

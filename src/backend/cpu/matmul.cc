@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #include "core/check.h"
@@ -60,6 +61,118 @@ void compute_rows(float (*dot)(const WT*, const XT*, int64_t),
   }
 }
 
+
+// Pointer into `scratch` aligned to 64 bytes with room for `bytes` more.
+uint8_t* aligned_scratch(std::vector<uint8_t>& scratch, size_t bytes) {
+  if (scratch.size() < bytes + 64) scratch.resize(bytes + 64);
+  const auto addr = reinterpret_cast<uintptr_t>(scratch.data());
+  return scratch.data() + ((64 - addr % 64) % 64);
+}
+
+// The tiled path (k.gemm): rows in L2-sized chunks per thread, inside a
+// chunk tokens in groups of `tile_tokens` and rows in groups of `tile_rows`,
+// each (rows × tokens) tile one kernel call over the whole reduction.
+template <typename WT, typename XT, typename TileFn>
+void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, bool single_row_decode, const uint8_t* w, size_t w_row_bytes,
+                const uint8_t* x, size_t x_row_bytes, int64_t cols, int64_t rows, int64_t n_tokens, float* y,
+                int64_t r_begin, int64_t r_end) {
+  const int64_t chunk = n_tokens == 1 ? (r_end - r_begin)
+                                      : std::max<int64_t>(tile_rows, static_cast<int64_t>(kTileBytes / w_row_bytes) /
+                                                                         tile_rows * tile_rows);
+  const auto ws = static_cast<int64_t>(w_row_bytes);
+  const auto xs = static_cast<int64_t>(x_row_bytes);
+  if (n_tokens == 1 && single_row_decode) tile_rows = 1;
+  for (int64_t c0 = r_begin; c0 < r_end; c0 += chunk) {
+    const int64_t c1 = std::min(r_end, c0 + chunk);
+    for (int64_t t = 0; t < n_tokens; t += tile_tokens) {
+      const int nt = static_cast<int>(std::min<int64_t>(tile_tokens, n_tokens - t));
+      const auto* xt = reinterpret_cast<const XT*>(x + static_cast<size_t>(t) * x_row_bytes);
+      for (int64_t r = c0; r < c1; r += tile_rows) {
+        const int nr = static_cast<int>(std::min<int64_t>(tile_rows, c1 - r));
+        tile(reinterpret_cast<const WT*>(w + static_cast<size_t>(r) * w_row_bytes), ws, nr, xt, xs, nt, cols,
+             y + t * rows + r, rows);
+      }
+    }
+  }
+}
+
+bool has_tile_kernel(DType t) {
+  return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8_0 || t == DType::kQ4_0;
+}
+
+// Splits [0, rows) over the pool in kRowGranule multiples and runs body(r0, r1).
+template <typename Body>
+void for_row_chunks(ThreadPool& pool, int64_t rows, Body&& body) {
+  const int nt = pool.size();
+  if (nt == 1 || rows < 2 * kRowGranule) {
+    body(0, rows);
+    return;
+  }
+  const int64_t granules = (rows + kRowGranule - 1) / kRowGranule;
+  pool.run([&](int i, int n) {
+    const int64_t r0 = std::min(rows, granules * i / n * kRowGranule);
+    const int64_t r1 = std::min(rows, granules * (i + 1) / n * kRowGranule);
+    if (r0 < r1) body(r0, r1);
+  });
+}
+
+// Runs fn(t0, t1) over the token range, fanned out only for batches (one
+// row costs about as much as a thread wake-up).
+template <typename Fn>
+void for_tokens(ThreadPool& pool, int64_t n_tokens, Fn&& fn) {
+  if (n_tokens >= 4 * pool.size()) {
+    pool.parallel_for(n_tokens, fn);
+  } else {
+    fn(0, n_tokens);
+  }
+}
+
+void matmul_tiled(ThreadPool& pool, const GemmKernels& g, const MatrixView& w, const float* x, int64_t n_tokens,
+                  float* y, std::vector<uint8_t>& scratch) {
+  const int64_t cols = w.cols;
+  const int64_t rows = w.rows;
+  const auto* wb = static_cast<const uint8_t*>(w.data);
+  const size_t w_row_bytes = dtype_row_bytes(w.dtype, cols);
+  if (w.dtype == DType::kQ8_0 || w.dtype == DType::kQ4_0) {
+    const size_t x_row_bytes = packed_q8x4_row_bytes(cols);
+    uint8_t* packed = aligned_scratch(scratch, x_row_bytes * static_cast<size_t>(n_tokens));  // [n_tokens, groups]
+    for_tokens(pool, n_tokens, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        g.pack_q8x4(x + t * cols, reinterpret_cast<PackedQ8x4Group*>(packed + static_cast<size_t>(t) * x_row_bytes),
+                    cols);
+      }
+    });
+    for_row_chunks(pool, rows, [&](int64_t r0, int64_t r1) {
+      if (w.dtype == DType::kQ8_0) {
+        tiled_rows<BlockQ8_0, PackedQ8x4Group>(g.tile_q8_0, g.quant_rows, g.quant_tokens, true, wb, w_row_bytes, packed,
+                                               x_row_bytes, cols, rows, n_tokens, y, r0, r1);
+      } else {
+        tiled_rows<BlockQ4_0, PackedQ8x4Group>(g.tile_q4_0, g.quant_rows, g.quant_tokens, true, wb, w_row_bytes, packed,
+                                               x_row_bytes, cols, rows, n_tokens, y, r0, r1);
+      }
+    });
+    return;
+  }
+  const auto* xb = reinterpret_cast<const uint8_t*>(x);
+  const size_t x_row_bytes = static_cast<size_t>(cols) * sizeof(float);
+  for_row_chunks(pool, rows, [&](int64_t r0, int64_t r1) {
+    switch (w.dtype) {
+      case DType::kF32:
+        tiled_rows<float, float>(g.tile_f32, g.float_rows, g.float_tokens, false, wb, w_row_bytes, xb, x_row_bytes, cols,
+                                 rows, n_tokens, y, r0, r1);
+        break;
+      case DType::kF16:
+        tiled_rows<uint16_t, float>(g.tile_f16, g.float_rows, g.float_tokens, false, wb, w_row_bytes, xb, x_row_bytes,
+                                    cols, rows, n_tokens, y, r0, r1);
+        break;
+      default:
+        tiled_rows<uint16_t, float>(g.tile_bf16, g.float_rows, g.float_tokens, false, wb, w_row_bytes, xb, x_row_bytes,
+                                    cols, rows, n_tokens, y, r0, r1);
+        break;
+    }
+  });
+}
+
 }  // namespace
 
 void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float* x, int64_t n_tokens, float* y,
@@ -71,6 +184,10 @@ void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float
   const bool quantized = act != DType::kF32;
   TESSERA_CHECK(w.dtype != DType::kQ8_K);  // an activation format, never a weight
   TESSERA_CHECK(!quantized || cols % dtype_block_elems(w.dtype) == 0);
+  if (k.gemm != nullptr && has_tile_kernel(w.dtype)) {
+    matmul_tiled(pool, *k.gemm, w, x, n_tokens, y, scratch);
+    return;
+  }
 
   const auto* xb = reinterpret_cast<const uint8_t*>(x);
   size_t x_row_bytes = static_cast<size_t>(cols) * sizeof(float);
@@ -89,12 +206,7 @@ void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float
         }
       }
     };
-    // One row costs about as much as a thread wake-up; only fan out for batches.
-    if (n_tokens >= 4 * pool.size()) {
-      pool.parallel_for(n_tokens, quantize);
-    } else {
-      quantize(0, n_tokens);
-    }
+    for_tokens(pool, n_tokens, quantize);
     xb = q;
   }
 
@@ -134,17 +246,7 @@ void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float
     }
   };
 
-  const int nt = pool.size();
-  if (nt == 1 || rows < 2 * kRowGranule) {
-    body(0, rows);
-    return;
-  }
-  const int64_t granules = (rows + kRowGranule - 1) / kRowGranule;
-  pool.run([&](int i, int n) {
-    const int64_t r0 = std::min(rows, granules * i / n * kRowGranule);
-    const int64_t r1 = std::min(rows, granules * (i + 1) / n * kRowGranule);
-    if (r0 < r1) body(r0, r1);
-  });
+  for_row_chunks(pool, rows, body);
 }
 
 }  // namespace tessera::cpu

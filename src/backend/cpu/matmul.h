@@ -1,12 +1,16 @@
 // Matrix-vector / matrix-matrix products of a weight matrix with f32
 // activations, the bulk of a forward pass.
 //
-// Batch invariance: every output y[t, r] is exactly one call of the kernel
-// table's dot product for W's dtype on (W row r, activation row t), with the
-// activation row quantized to Q8_0 / Q8_K by the same kernel for quantized weights.
-// How rows are split over threads and how tokens are tiled only changes the
-// order in which these independent dot products run, never their arithmetic,
-// so y[t, :] is bit-identical whether token t is computed alone or inside a
+// Batch invariance: every output y[t, r] is computed by one fixed
+// instruction sequence over W row r and activation row t, whatever else is
+// in the batch. Where the kernel table has tile kernels (k.gemm, AVX-512),
+// that is the tile kernel's per-element sequence (gemm.h: an element gives
+// the same bits in a 1 x 1 tile as in a full one); elsewhere it is one call
+// of the table's dot product, with row groups (dot_rows_*) bit-identical to
+// it. Quantized activations are quantized per row by the same routine either
+// way. How rows are split over threads and how tokens and rows are tiled
+// only changes the order in which these independent computations run, so
+// y[t, :] is bit-identical whether token t is computed alone or inside a
 // batch of any size, and for any thread count. The engine relies on this to
 // give the same tokens for prefill-then-decode as for token-by-token decode.
 #pragma once
@@ -32,7 +36,8 @@ struct MatrixView {
 // pool by contiguous chunks of output rows, so decode reads each weight row
 // once per call. For quantized weights (cols a multiple of the block size)
 // the activations are quantized once per row of x to the weight's
-// dtype_vec_dot_type (Q8_0 for 32-element formats, Q8_K for K-quants) into
+// dtype_vec_dot_type (Q8_0 for 32-element formats, Q8_K for K-quants; for
+// the tile kernels Q8_0 packed four blocks at a time, PackedQ8x4Group) into
 // `scratch` (grown as needed, never shrunk, so a caller can reuse one buffer
 // across calls). Q8_K is an activation format and not accepted as weights.
 void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float* x, int64_t n_tokens, float* y,

@@ -1,0 +1,76 @@
+// Register-tiled weight × activation products (the micro-kernels of matmul),
+// for the ISAs where they pay off (AVX-512 with VNNI; gemm_avx512.cc).
+//
+// A tile kernel computes y[t, r] = W[r, :] · X[t, :] for up to `max_rows`
+// consecutive weight rows and `max_tokens` activation rows at once, so that
+// each weight vector loaded feeds several tokens and each activation vector
+// several rows (the register blocking of Goto & van de Geijn, "Anatomy of
+// High-Performance Matrix Multiplication", TOMS 2008).
+//
+// Batch invariance: every output element has its own accumulator and goes
+// through exactly the same instruction sequence over the reduction dimension
+// (same order, same roundings) whatever the tile's row and token counts are.
+// A tile of 1 × 1 therefore gives the same bits as the same element inside a
+// 4 × 6 tile, and matmul's result for a token does not depend on which other
+// tokens share the call (the engine relies on this; see matmul.h).
+//
+// Quantized weights (Q8_0, Q4_0) take activations in a packed format made by
+// pack_q8x4 from f32: the row is quantized to Q8_0 exactly as
+// Kernels::quantize_row_q8_0 does, then each group of four blocks is
+// rearranged for 512-bit VNNI (PackedQ8x4Group). Float weights take f32
+// activations directly.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace tessera::cpu {
+
+// Four Q8_0 activation blocks (128 elements) laid out for vpdpbusd over
+// 64-byte vectors: byte 16k + j of `lo` is element j of block k, of `hi`
+// element 16 + j, so int32 lanes 4k..4k+3 of a product collect block k.
+struct alignas(64) PackedQ8x4Group {
+  int8_t lo[64];
+  int8_t hi[64];
+  float d[16];        // lane 4k + i: block k's scale (f16 widened to f32)
+  int32_t neg_sum[16];  // lane 4k + i: -(sum of x bytes 4i..4i+3 of lo and hi of block k)
+};
+static_assert(sizeof(PackedQ8x4Group) == 256);
+
+// Bytes of one packed activation row of n elements (n % 32 == 0): groups of
+// four blocks, the last group zero-padded (zero quants and zero scales).
+inline size_t packed_q8x4_row_bytes(int64_t n) {
+  const int64_t blocks = n / kQuantBlockElems;
+  return static_cast<size_t>((blocks + 3) / 4) * sizeof(PackedQ8x4Group);
+}
+
+struct GemmKernels {
+  // Most weight rows / activation rows per tile call of the quantized and
+  // the float kernels (rows ≥ 1, tokens ≥ 1 up to these; any smaller count
+  // is allowed and gives bit-identical elements).
+  int quant_rows, quant_tokens;
+  int float_rows, float_tokens;
+
+  // x[n] f32 -> out[packed_q8x4_row_bytes(n)], 64-byte aligned; n % 32 == 0.
+  void (*pack_q8x4)(const float* x, PackedQ8x4Group* out, int64_t n);
+
+  // Tile kernels. w: first weight row; w_stride: bytes between weight rows;
+  // x: first activation row (packed groups for quantized weights, f32 for
+  // float weights); x_stride: bytes between activation rows; n: elements per
+  // row (a multiple of 32 for quantized weights); y[t * y_stride + r] (floats)
+  // receives the result for r < rows, t < tokens.
+  void (*tile_q8_0)(const BlockQ8_0* w, int64_t w_stride, int rows, const PackedQ8x4Group* x, int64_t x_stride,
+                    int tokens, int64_t n, float* y, int64_t y_stride);
+  void (*tile_q4_0)(const BlockQ4_0* w, int64_t w_stride, int rows, const PackedQ8x4Group* x, int64_t x_stride,
+                    int tokens, int64_t n, float* y, int64_t y_stride);
+  void (*tile_f32)(const float* w, int64_t w_stride, int rows, const float* x, int64_t x_stride, int tokens,
+                   int64_t n, float* y, int64_t y_stride);
+  void (*tile_f16)(const uint16_t* w, int64_t w_stride, int rows, const float* x, int64_t x_stride, int tokens,
+                   int64_t n, float* y, int64_t y_stride);
+  void (*tile_bf16)(const uint16_t* w, int64_t w_stride, int rows, const float* x, int64_t x_stride, int tokens,
+                    int64_t n, float* y, int64_t y_stride);
+};
+
+}  // namespace tessera::cpu

@@ -1,0 +1,209 @@
+// Tile kernels (backend/cpu/gemm.h) on every ISA that has them: the packed
+// activation layout, values against a double-precision product, and the
+// batch-invariance contract (an element's bits do not depend on tile shape).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/kernels.h"
+#include "core/dtype.h"
+#include "core/quant_ref.h"
+#include "test_util.h"
+
+namespace tessera::cpu {
+namespace {
+
+using testing::isa_label;
+using testing::random_floats;
+
+// A weight matrix [rows, n] of dtype t, its dequantized values, activations
+// [tokens, n] (f32 or packed) and what the tile kernels should approximate.
+struct Problem {
+  DType dtype;
+  int64_t rows, tokens, n;
+  std::vector<uint8_t> w;     // [rows, row_bytes]
+  std::vector<float> w_f32;   // [rows, n] dequantized
+  std::vector<float> x;       // [tokens, n] f32 activations
+  std::vector<float> x_used;  // [tokens, n] what the kernel multiplies (Q8_0 round trip for quantized)
+  size_t w_row_bytes;
+};
+
+bool is_quant(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0; }
+
+Problem make_problem(DType t, int64_t rows, int64_t tokens, int64_t n, uint32_t seed) {
+  Problem p{t, rows, tokens, n, {}, {}, {}, {}, dtype_row_bytes(t, n)};
+  p.w.resize(p.w_row_bytes * static_cast<size_t>(rows));
+  p.w_f32.resize(static_cast<size_t>(rows * n));
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::vector<float> src = random_floats(n, seed + static_cast<uint32_t>(r));
+    uint8_t* dst = p.w.data() + static_cast<size_t>(r) * p.w_row_bytes;
+    quantize_row(t, src.data(), dst, n);
+    dequantize_row(t, dst, p.w_f32.data() + r * n, n);
+  }
+  p.x = random_floats(tokens * n, seed + 1000, 2.0f);
+  p.x_used = p.x;
+  if (is_quant(t)) {
+    std::vector<BlockQ8_0> q(static_cast<size_t>(n / kQuantBlockElems));
+    for (int64_t k = 0; k < tokens; ++k) {
+      quantize_row_q8_0_ref(p.x.data() + k * n, q.data(), n);
+      dequantize_row_q8_0_ref(q.data(), p.x_used.data() + k * n, n);
+    }
+  }
+  return p;
+}
+
+// Activations in the kernel's input format: packed groups (64-byte aligned)
+// or the f32 rows themselves.
+struct Activations {
+  std::vector<PackedQ8x4Group> packed;
+  const void* data = nullptr;
+  int64_t stride = 0;  // bytes between rows
+};
+
+Activations make_activations(const GemmKernels& g, const Problem& p) {
+  Activations a;
+  if (is_quant(p.dtype)) {
+    const size_t row_bytes = packed_q8x4_row_bytes(p.n);
+    const size_t groups = row_bytes / sizeof(PackedQ8x4Group);
+    a.packed.resize(groups * static_cast<size_t>(p.tokens));
+    for (int64_t k = 0; k < p.tokens; ++k) g.pack_q8x4(p.x.data() + k * p.n, a.packed.data() + k * groups, p.n);
+    a.data = a.packed.data();
+    a.stride = static_cast<int64_t>(row_bytes);
+  } else {
+    a.data = p.x.data();
+    a.stride = p.n * static_cast<int64_t>(sizeof(float));
+  }
+  return a;
+}
+
+// Tile (r0, t0) of rows × tokens into y[tokens_total, rows_total].
+void run_tile(const GemmKernels& g, const Problem& p, const Activations& a, int64_t r0, int rows, int64_t t0,
+              int tokens, float* y) {
+  const auto ws = static_cast<int64_t>(p.w_row_bytes);
+  const uint8_t* w = p.w.data() + static_cast<size_t>(r0) * p.w_row_bytes;
+  const void* x = static_cast<const uint8_t*>(a.data) + t0 * a.stride;
+  float* out = y + t0 * p.rows + r0;
+  switch (p.dtype) {
+    case DType::kQ8_0:
+      g.tile_q8_0(reinterpret_cast<const BlockQ8_0*>(w), ws, rows, static_cast<const PackedQ8x4Group*>(x), a.stride,
+                  tokens, p.n, out, p.rows);
+      break;
+    case DType::kQ4_0:
+      g.tile_q4_0(reinterpret_cast<const BlockQ4_0*>(w), ws, rows, static_cast<const PackedQ8x4Group*>(x), a.stride,
+                  tokens, p.n, out, p.rows);
+      break;
+    case DType::kF32:
+      g.tile_f32(reinterpret_cast<const float*>(w), ws, rows, static_cast<const float*>(x), a.stride, tokens, p.n,
+                 out, p.rows);
+      break;
+    case DType::kF16:
+      g.tile_f16(reinterpret_cast<const uint16_t*>(w), ws, rows, static_cast<const float*>(x), a.stride, tokens,
+                 p.n, out, p.rows);
+      break;
+    case DType::kBF16:
+      g.tile_bf16(reinterpret_cast<const uint16_t*>(w), ws, rows, static_cast<const float*>(x), a.stride, tokens,
+                  p.n, out, p.rows);
+      break;
+    default: FAIL() << "no tile kernel for " << dtype_name(p.dtype);
+  }
+}
+
+// The whole product with tiles of one shape (edges get smaller tiles).
+std::vector<float> run_with_shape(const GemmKernels& g, const Problem& p, const Activations& a, int tr, int tt) {
+  std::vector<float> y(static_cast<size_t>(p.rows * p.tokens), std::nanf(""));
+  for (int64_t t0 = 0; t0 < p.tokens; t0 += tt) {
+    for (int64_t r0 = 0; r0 < p.rows; r0 += tr) {
+      run_tile(g, p, a, r0, static_cast<int>(std::min<int64_t>(tr, p.rows - r0)), t0,
+               static_cast<int>(std::min<int64_t>(tt, p.tokens - t0)), y.data());
+    }
+  }
+  return y;
+}
+
+const DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
+
+TEST(Gemm, PackedLayoutMatchesQ8_0Blocks) {
+  for (Isa isa : supported_isas()) {
+    const GemmKernels* g = kernels_for(isa).gemm;
+    if (g == nullptr) continue;
+    SCOPED_TRACE(isa_label(isa));
+    for (int64_t n : {32, 96, 128, 160, 2048}) {
+      const std::vector<float> x = random_floats(n, static_cast<uint32_t>(n), 3.0f);
+      const int64_t nb = n / kQuantBlockElems;
+      std::vector<BlockQ8_0> q(static_cast<size_t>(nb));
+      quantize_row_q8_0_ref(x.data(), q.data(), n);
+      std::vector<PackedQ8x4Group> packed(packed_q8x4_row_bytes(n) / sizeof(PackedQ8x4Group));
+      g->pack_q8x4(x.data(), packed.data(), n);
+      for (size_t gi = 0; gi < packed.size(); ++gi) {
+        for (int k = 0; k < 4; ++k) {
+          const int64_t b = static_cast<int64_t>(gi) * 4 + k;
+          for (int i = 0; i < 16; ++i) {
+            const int8_t lo = b < nb ? q[static_cast<size_t>(b)].qs[i] : 0;
+            const int8_t hi = b < nb ? q[static_cast<size_t>(b)].qs[16 + i] : 0;
+            ASSERT_EQ(packed[gi].lo[16 * k + i], lo) << "block " << b;
+            ASSERT_EQ(packed[gi].hi[16 * k + i], hi) << "block " << b;
+          }
+          for (int i = 0; i < 4; ++i) {
+            const float d = b < nb ? fp16_to_fp32(q[static_cast<size_t>(b)].d) : 0.0f;
+            ASSERT_EQ(packed[gi].d[4 * k + i], d);
+            int32_t s = 0;
+            for (int m = 0; m < 4; ++m) s += packed[gi].lo[16 * k + 4 * i + m] + packed[gi].hi[16 * k + 4 * i + m];
+            ASSERT_EQ(packed[gi].neg_sum[4 * k + i], -s);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Every tile shape gives the 1 x 1 tile's bits, and the values agree with
+// the dequantized double-precision product to 1e-5 * sum|w * x|.
+TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
+  bool any = false;
+  for (Isa isa : supported_isas()) {
+    const GemmKernels* g = kernels_for(isa).gemm;
+    if (g == nullptr) continue;
+    any = true;
+    SCOPED_TRACE(isa_label(isa));
+    uint32_t seed = 7;
+    for (DType t : kTypes) {
+      const std::vector<int64_t> sizes =
+          is_quant(t) ? std::vector<int64_t>{32, 96, 128, 160, 2048} : std::vector<int64_t>{1, 15, 16, 33, 100, 2048};
+      const int max_r = is_quant(t) ? g->quant_rows : g->float_rows;
+      const int max_t = is_quant(t) ? g->quant_tokens : g->float_tokens;
+      for (int64_t n : sizes) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(n));
+        const Problem p = make_problem(t, 2 * max_r + 1, 2 * max_t + 1, n, seed += 100);
+        const Activations a = make_activations(*g, p);
+        const std::vector<float> one = run_with_shape(*g, p, a, 1, 1);
+        for (int64_t k = 0; k < p.tokens; ++k) {
+          for (int64_t r = 0; r < p.rows; ++r) {
+            double dot = 0, mag = 0;
+            for (int64_t i = 0; i < n; ++i) {
+              const double prod = static_cast<double>(p.w_f32[static_cast<size_t>(r * n + i)]) *
+                                  p.x_used[static_cast<size_t>(k * n + i)];
+              dot += prod;
+              mag += std::fabs(prod);
+            }
+            ASSERT_NEAR(one[static_cast<size_t>(k * p.rows + r)], dot, 1e-5 * mag + 1e-30) << "r=" << r << " t=" << k;
+          }
+        }
+        for (int tr = 1; tr <= max_r; ++tr) {
+          for (int tt = 1; tt <= max_t; ++tt) {
+            const std::vector<float> y = run_with_shape(*g, p, a, tr, tt);
+            ASSERT_EQ(0, std::memcmp(y.data(), one.data(), y.size() * sizeof(float)))
+                << "tile " << tr << "x" << tt << " differs from 1x1";
+          }
+        }
+      }
+    }
+  }
+  if (!any) GTEST_SKIP() << "no ISA with tile kernels on this CPU";
+}
+
+}  // namespace
+}  // namespace tessera::cpu
