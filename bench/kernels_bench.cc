@@ -10,10 +10,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <string>
 #include <map>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/bandwidth.h"
@@ -71,7 +71,7 @@ void run_matmul(benchmark::State& state, DType t, int64_t n_tokens) {
   ThreadPool pool(threads);
   const Weights& w = weights(t);
   std::vector<float> x(static_cast<size_t>(n_tokens * kCols), 0.5f);  // [n_tokens, cols]
-  std::vector<float> y(static_cast<size_t>(n_tokens * kRows));  // [n_tokens, rows]
+  std::vector<float> y(static_cast<size_t>(n_tokens * kRows));        // [n_tokens, rows]
   std::vector<uint8_t> scratch;
   size_t i = 0;
   for (auto _ : state) {
@@ -82,14 +82,20 @@ void run_matmul(benchmark::State& state, DType t, int64_t n_tokens) {
   const double iters = static_cast<double>(state.iterations());
   const double bytes = static_cast<double>(dtype_row_bytes(t, kCols)) * kRows;
   state.counters["GB/s"] = benchmark::Counter(bytes * iters / 1e9, benchmark::Counter::kIsRate);
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * kRows * kCols * static_cast<double>(n_tokens) * iters / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kRows * kCols * static_cast<double>(n_tokens) * iters / 1e9,
+                                                 benchmark::Counter::kIsRate);
   state.SetLabel(std::string(dtype_name(t)) + " " + isa_name(kernels().isa) + (tiled ? " tiled" : " dot"));
 }
 
-void BM_Decode(benchmark::State& state) { run_matmul(state, static_cast<DType>(state.range(1)), 1); }
-void BM_Batch16(benchmark::State& state) { run_matmul(state, static_cast<DType>(state.range(1)), 16); }
-void BM_Prefill64(benchmark::State& state) { run_matmul(state, static_cast<DType>(state.range(1)), 64); }
+void BM_Decode(benchmark::State& state) {
+  run_matmul(state, static_cast<DType>(state.range(1)), 1);
+}
+void BM_Batch16(benchmark::State& state) {
+  run_matmul(state, static_cast<DType>(state.range(1)), 16);
+}
+void BM_Prefill64(benchmark::State& state) {
+  run_matmul(state, static_cast<DType>(state.range(1)), 64);
+}
 
 void dtype_args(benchmark::internal::Benchmark* b) {
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {

@@ -1,6 +1,8 @@
 // Tile kernels (backend/cpu/gemm.h) on every ISA that has them: the packed
 // activation layout, values against a double-precision product, and the
 // batch-invariance contract (an element's bits do not depend on tile shape).
+#include "backend/cpu/gemm.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 #include "core/dtype.h"
 #include "core/quant_ref.h"
@@ -32,7 +33,9 @@ struct Problem {
   size_t w_row_bytes;
 };
 
-bool is_quant(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0; }
+bool is_quant(DType t) {
+  return t == DType::kQ8_0 || t == DType::kQ4_0;
+}
 
 Problem make_problem(DType t, int64_t rows, int64_t tokens, int64_t n, uint32_t seed) {
   Problem p{t, rows, tokens, n, {}, {}, {}, {}, dtype_row_bytes(t, n)};
@@ -70,7 +73,9 @@ Activations make_activations(const GemmKernels& g, const Problem& p) {
     const size_t row_bytes = packed_q8x4_row_bytes(p.n);
     const size_t groups = row_bytes / sizeof(PackedQ8x4Group);
     a.packed.resize(groups * static_cast<size_t>(p.tokens));
-    for (int64_t k = 0; k < p.tokens; ++k) g.pack_q8x4(p.x.data() + k * p.n, a.packed.data() + k * groups, p.n);
+    for (int64_t k = 0; k < p.tokens; ++k)
+      g.pack_q8x4(p.x.data() + k * p.n, a.packed.data() + k * groups, p.n,
+                  p.dtype == DType::kQ8_0 ? kQ8Offset : kQ4Offset);
     a.data = a.packed.data();
     a.stride = static_cast<int64_t>(row_bytes);
   } else {
@@ -97,18 +102,19 @@ void run_tile(const GemmKernels& g, const Problem& p, const Activations& a, int6
                   tokens, p.n, out, p.rows);
       break;
     case DType::kF32:
-      g.tile_f32(reinterpret_cast<const float*>(w), ws, rows, static_cast<const float*>(x), a.stride, tokens, p.n,
-                 out, p.rows);
+      g.tile_f32(reinterpret_cast<const float*>(w), ws, rows, static_cast<const float*>(x), a.stride, tokens, p.n, out,
+                 p.rows);
       break;
     case DType::kF16:
-      g.tile_f16(reinterpret_cast<const uint16_t*>(w), ws, rows, static_cast<const float*>(x), a.stride, tokens,
-                 p.n, out, p.rows);
+      g.tile_f16(reinterpret_cast<const uint16_t*>(w), ws, rows, static_cast<const float*>(x), a.stride, tokens, p.n,
+                 out, p.rows);
       break;
     case DType::kBF16:
-      g.tile_bf16(reinterpret_cast<const uint16_t*>(w), ws, rows, static_cast<const float*>(x), a.stride, tokens,
-                  p.n, out, p.rows);
+      g.tile_bf16(reinterpret_cast<const uint16_t*>(w), ws, rows, static_cast<const float*>(x), a.stride, tokens, p.n,
+                  out, p.rows);
       break;
-    default: FAIL() << "no tile kernel for " << dtype_name(p.dtype);
+    default:
+      FAIL() << "no tile kernel for " << dtype_name(p.dtype);
   }
 }
 
@@ -137,7 +143,7 @@ TEST(Gemm, PackedLayoutMatchesQ8_0Blocks) {
       std::vector<BlockQ8_0> q(static_cast<size_t>(nb));
       quantize_row_q8_0_ref(x.data(), q.data(), n);
       std::vector<PackedQ8x4Group> packed(packed_q8x4_row_bytes(n) / sizeof(PackedQ8x4Group));
-      g->pack_q8x4(x.data(), packed.data(), n);
+      g->pack_q8x4(x.data(), packed.data(), n, kQ4Offset);
       for (size_t gi = 0; gi < packed.size(); ++gi) {
         for (int k = 0; k < 4; ++k) {
           const int64_t b = static_cast<int64_t>(gi) * 4 + k;
@@ -152,7 +158,7 @@ TEST(Gemm, PackedLayoutMatchesQ8_0Blocks) {
             ASSERT_EQ(packed[gi].d[4 * k + i], d);
             int32_t s = 0;
             for (int m = 0; m < 4; ++m) s += packed[gi].lo[16 * k + 4 * i + m] + packed[gi].hi[16 * k + 4 * i + m];
-            ASSERT_EQ(packed[gi].neg_sum[4 * k + i], -s);
+            ASSERT_EQ(packed[gi].offset_sum[4 * k + i], -kQ4Offset * s);
           }
         }
       }

@@ -34,10 +34,17 @@ namespace tessera::cpu {
 struct alignas(64) PackedQ8x4Group {
   int8_t lo[64];
   int8_t hi[64];
-  float d[16];        // lane 4k + i: block k's scale (f16 widened to f32)
-  int32_t neg_sum[16];  // lane 4k + i: -(sum of x bytes 4i..4i+3 of lo and hi of block k)
+  float d[16];  // lane 4k + i: block k's scale (f16 widened to f32)
+  // lane 4k + i: -offset * (sum of x bytes 4i..4i+3 of lo and hi of block k),
+  // where offset is what the weight format adds to make its quants unsigned
+  // (kQ8Offset, kQ4Offset): the seed of the integer accumulator.
+  int32_t offset_sum[16];
 };
 static_assert(sizeof(PackedQ8x4Group) == 256);
+
+// Offsets of the unsigned weight quants: Q8_0 as w + 128, Q4_0 nibbles as w + 8.
+inline constexpr int32_t kQ8Offset = 128;
+inline constexpr int32_t kQ4Offset = 8;
 
 // Bytes of one packed activation row of n elements (n % 32 == 0): groups of
 // four blocks, the last group zero-padded (zero quants and zero scales).
@@ -53,8 +60,9 @@ struct GemmKernels {
   int quant_rows, quant_tokens;
   int float_rows, float_tokens;
 
-  // x[n] f32 -> out[packed_q8x4_row_bytes(n)], 64-byte aligned; n % 32 == 0.
-  void (*pack_q8x4)(const float* x, PackedQ8x4Group* out, int64_t n);
+  // x[n] f32 -> out[packed_q8x4_row_bytes(n)], 64-byte aligned; n % 32 == 0;
+  // offset: kQ8Offset for Q8_0 weights, kQ4Offset for Q4_0.
+  void (*pack_q8x4)(const float* x, PackedQ8x4Group* out, int64_t n, int32_t offset);
 
   // Tile kernels. w: first weight row; w_stride: bytes between weight rows;
   // x: first activation row (packed groups for quantized weights, f32 for
@@ -65,8 +73,8 @@ struct GemmKernels {
                     int tokens, int64_t n, float* y, int64_t y_stride);
   void (*tile_q4_0)(const BlockQ4_0* w, int64_t w_stride, int rows, const PackedQ8x4Group* x, int64_t x_stride,
                     int tokens, int64_t n, float* y, int64_t y_stride);
-  void (*tile_f32)(const float* w, int64_t w_stride, int rows, const float* x, int64_t x_stride, int tokens,
-                   int64_t n, float* y, int64_t y_stride);
+  void (*tile_f32)(const float* w, int64_t w_stride, int rows, const float* x, int64_t x_stride, int tokens, int64_t n,
+                   float* y, int64_t y_stride);
   void (*tile_f16)(const uint16_t* w, int64_t w_stride, int rows, const float* x, int64_t x_stride, int tokens,
                    int64_t n, float* y, int64_t y_stride);
   void (*tile_bf16)(const uint16_t* w, int64_t w_stride, int rows, const float* x, int64_t x_stride, int tokens,

@@ -33,7 +33,7 @@ const T* advance(const T* p, int64_t bytes) {
 
 // ---- activation packing ---------------------------------------------------
 
-void pack_q8x4(const float* x, PackedQ8x4Group* out, int64_t n) {
+void pack_q8x4(const float* x, PackedQ8x4Group* out, int64_t n, int32_t offset) {
   const int64_t nb = n / kQuantBlockElems;
   const int64_t groups = (nb + 3) / 4;
   BlockQ8_0 blk[4];
@@ -52,7 +52,7 @@ void pack_q8x4(const float* x, PackedQ8x4Group* out, int64_t n) {
     // lane 4k+i: bytes 4i..4i+3 of block k's low and high halves (exact int32).
     const __m512i lo = _mm512_load_si512(p.lo), hi = _mm512_load_si512(p.hi);
     const __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, lo), ones, hi);
-    _mm512_store_si512(p.neg_sum, _mm512_sub_epi32(_mm512_setzero_si512(), s));
+    _mm512_store_si512(p.offset_sum, _mm512_mullo_epi32(s, _mm512_set1_epi32(-offset)));
   }
 }
 
@@ -100,15 +100,18 @@ const GroupIndex& group_index() {
   return idx;
 }
 
-__m512i load512(const void* p) { return _mm512_loadu_si512(p); }
+__m512i load512(const void* p) {
+  return _mm512_loadu_si512(p);
+}
 // f32 scales from the low 16 words of v (four f16 scales, each repeated 4 times).
-__m512 widen_scales(__m512i v) { return _mm512_cvtph_ps(_mm512_castsi512_si256(v)); }
+__m512 widen_scales(__m512i v) {
+  return _mm512_cvtph_ps(_mm512_castsi512_si256(v));
+}
 
 // Q8_0 weights: u = w + 128 (xor of the sign bit); the product's excess
-// 128 * sum(x) is cancelled by the seed neg_sum << 7.
+// 128 * sum(x) is cancelled by the seed offset_sum (packed with kQ8Offset).
 struct Q8Rows {
   using Block = BlockQ8_0;
-  static constexpr int kSeedShift = 7;
   static WeightGroup load(const BlockQ8_0* w, const GroupIndex& ix) {
     const auto* p = reinterpret_cast<const uint8_t*>(w);  // 136 bytes
     const __m512i a = load512(p), b = load512(p + 64), x = load512(p + 8), c = load512(p + 72);
@@ -119,11 +122,10 @@ struct Q8Rows {
   }
 };
 
-// Q4_0 weights: the nibbles are already u = w + 8; the seed neg_sum << 3
-// cancels 8 * sum(x). Low nibbles are elements 0..15, high nibbles 16..31.
+// Q4_0 weights: the nibbles are already u = w + 8; the seed offset_sum
+// (packed with kQ4Offset) cancels 8 * sum(x). Low nibbles are elements 0..15, high nibbles 16..31.
 struct Q4Rows {
   using Block = BlockQ4_0;
-  static constexpr int kSeedShift = 3;
   static WeightGroup load(const BlockQ4_0* w, const GroupIndex& ix) {
     const auto* p = reinterpret_cast<const uint8_t*>(w);  // 72 bytes
     const __m512i a = load512(p), b = load512(p + 8);
@@ -157,8 +159,8 @@ inline __m512 group_fma(const WeightGroup& w, __m512i seed, __m512i xl, __m512i 
 }
 
 template <typename Rows, int R, int T>
-void tile_quant(const typename Rows::Block* w, int64_t w_stride, const PackedQ8x4Group* x, int64_t x_stride,
-                int64_t n, float* y, int64_t y_stride) {
+void tile_quant(const typename Rows::Block* w, int64_t w_stride, const PackedQ8x4Group* x, int64_t x_stride, int64_t n,
+                float* y, int64_t y_stride) {
   const int64_t nb = n / kQuantBlockElems;
   const int64_t full = nb / 4;
   const int tail = static_cast<int>(nb % 4);
@@ -181,7 +183,7 @@ void tile_quant(const typename Rows::Block* w, int64_t w_stride, const PackedQ8x
     }
     for (int t = 0; t < T; ++t) {
       const PackedQ8x4Group& xg = xt[t][g];
-      const __m512i seed = _mm512_slli_epi32(_mm512_load_si512(xg.neg_sum), Rows::kSeedShift);
+      const __m512i seed = _mm512_load_si512(xg.offset_sum);
       const __m512i xl = _mm512_load_si512(xg.lo), xh = _mm512_load_si512(xg.hi);
       const __m512 dx = _mm512_load_ps(xg.d);
       for (int r = 0; r < R; ++r) acc[r][t] = group_fma(wg[r], seed, xl, xh, dx, acc[r][t]);
@@ -198,7 +200,9 @@ void tile_quant(const typename Rows::Block* w, int64_t w_stride, const PackedQ8x
 
 // ---- float weights --------------------------------------------------------
 
-__m512 load_w(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+__m512 load_w(const float* p, __mmask16 m) {
+  return _mm512_maskz_loadu_ps(m, p);
+}
 __m512 load_w(const uint16_t* p, __mmask16 m, bool bf16) {
   const __m256i h = _mm256_maskz_loadu_epi16(m, p);
   return bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)) : _mm512_cvtph_ps(h);

@@ -13,9 +13,14 @@ const Kernels& kernels_for(Isa isa) {
   // clear abort instead of an illegal-instruction crash deep in a matmul.
   const CpuFeatures& f = cpu_features();
   switch (isa) {
-    case Isa::kScalar: return detail::scalar_kernels();
-    case Isa::kAvx2: TESSERA_CHECK(f.avx2); return detail::avx2_kernels();
-    case Isa::kAvx512: TESSERA_CHECK(f.avx512_vnni); return detail::avx512_kernels();
+    case Isa::kScalar:
+      return detail::scalar_kernels();
+    case Isa::kAvx2:
+      TESSERA_CHECK(f.avx2);
+      return detail::avx2_kernels();
+    case Isa::kAvx512:
+      TESSERA_CHECK(f.avx512_vnni);
+      return detail::avx512_kernels();
   }
   return detail::scalar_kernels();
 }

@@ -61,7 +61,6 @@ void compute_rows(float (*dot)(const WT*, const XT*, int64_t),
   }
 }
 
-
 // Pointer into `scratch` aligned to 64 bytes with room for `bytes` more.
 uint8_t* aligned_scratch(std::vector<uint8_t>& scratch, size_t bytes) {
   if (scratch.size() < bytes + 64) scratch.resize(bytes + 64);
@@ -70,18 +69,20 @@ uint8_t* aligned_scratch(std::vector<uint8_t>& scratch, size_t bytes) {
 }
 
 // The tiled path (k.gemm): rows in L2-sized chunks per thread, inside a
-// chunk tokens in groups of `tile_tokens` and rows in groups of `tile_rows`,
-// each (rows × tokens) tile one kernel call over the whole reduction.
+// chunk tokens in groups of `tile_tokens` and rows in groups of `tile_rows`
+// (`decode_rows` for a single token), each (rows × tokens) tile one kernel
+// call over the whole reduction.
 template <typename WT, typename XT, typename TileFn>
-void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, bool single_row_decode, const uint8_t* w, size_t w_row_bytes,
+void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, int decode_rows, const uint8_t* w, size_t w_row_bytes,
                 const uint8_t* x, size_t x_row_bytes, int64_t cols, int64_t rows, int64_t n_tokens, float* y,
                 int64_t r_begin, int64_t r_end) {
-  const int64_t chunk = n_tokens == 1 ? (r_end - r_begin)
-                                      : std::max<int64_t>(tile_rows, static_cast<int64_t>(kTileBytes / w_row_bytes) /
-                                                                         tile_rows * tile_rows);
+  const int64_t chunk =
+      n_tokens == 1
+          ? (r_end - r_begin)
+          : std::max<int64_t>(tile_rows, static_cast<int64_t>(kTileBytes / w_row_bytes) / tile_rows * tile_rows);
   const auto ws = static_cast<int64_t>(w_row_bytes);
   const auto xs = static_cast<int64_t>(x_row_bytes);
-  if (n_tokens == 1 && single_row_decode) tile_rows = 1;
+  if (n_tokens == 1) tile_rows = decode_rows;
   for (int64_t c0 = r_begin; c0 < r_end; c0 += chunk) {
     const int64_t c1 = std::min(r_end, c0 + chunk);
     for (int64_t t = 0; t < n_tokens; t += tile_tokens) {
@@ -95,6 +96,11 @@ void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, bool single_row_dec
     }
   }
 }
+
+// Quantized decode streams weight rows from DRAM one at a time: on Zen 4
+// interleaving several rows' streams measured slower (tiles of any shape
+// give the same bits, so this is purely a speed choice).
+constexpr int kQuantDecodeRows = 1;
 
 bool has_tile_kernel(DType t) {
   return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8_0 || t == DType::kQ4_0;
@@ -139,16 +145,16 @@ void matmul_tiled(ThreadPool& pool, const GemmKernels& g, const MatrixView& w, c
     for_tokens(pool, n_tokens, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
         g.pack_q8x4(x + t * cols, reinterpret_cast<PackedQ8x4Group*>(packed + static_cast<size_t>(t) * x_row_bytes),
-                    cols);
+                    cols, w.dtype == DType::kQ8_0 ? kQ8Offset : kQ4Offset);
       }
     });
     for_row_chunks(pool, rows, [&](int64_t r0, int64_t r1) {
       if (w.dtype == DType::kQ8_0) {
-        tiled_rows<BlockQ8_0, PackedQ8x4Group>(g.tile_q8_0, g.quant_rows, g.quant_tokens, true, wb, w_row_bytes, packed,
-                                               x_row_bytes, cols, rows, n_tokens, y, r0, r1);
+        tiled_rows<BlockQ8_0, PackedQ8x4Group>(g.tile_q8_0, g.quant_rows, g.quant_tokens, kQuantDecodeRows, wb,
+                                               w_row_bytes, packed, x_row_bytes, cols, rows, n_tokens, y, r0, r1);
       } else {
-        tiled_rows<BlockQ4_0, PackedQ8x4Group>(g.tile_q4_0, g.quant_rows, g.quant_tokens, true, wb, w_row_bytes, packed,
-                                               x_row_bytes, cols, rows, n_tokens, y, r0, r1);
+        tiled_rows<BlockQ4_0, PackedQ8x4Group>(g.tile_q4_0, g.quant_rows, g.quant_tokens, kQuantDecodeRows, wb,
+                                               w_row_bytes, packed, x_row_bytes, cols, rows, n_tokens, y, r0, r1);
       }
     });
     return;
@@ -158,16 +164,16 @@ void matmul_tiled(ThreadPool& pool, const GemmKernels& g, const MatrixView& w, c
   for_row_chunks(pool, rows, [&](int64_t r0, int64_t r1) {
     switch (w.dtype) {
       case DType::kF32:
-        tiled_rows<float, float>(g.tile_f32, g.float_rows, g.float_tokens, false, wb, w_row_bytes, xb, x_row_bytes, cols,
-                                 rows, n_tokens, y, r0, r1);
+        tiled_rows<float, float>(g.tile_f32, g.float_rows, g.float_tokens, g.float_rows, wb, w_row_bytes, xb,
+                                 x_row_bytes, cols, rows, n_tokens, y, r0, r1);
         break;
       case DType::kF16:
-        tiled_rows<uint16_t, float>(g.tile_f16, g.float_rows, g.float_tokens, false, wb, w_row_bytes, xb, x_row_bytes,
-                                    cols, rows, n_tokens, y, r0, r1);
+        tiled_rows<uint16_t, float>(g.tile_f16, g.float_rows, g.float_tokens, g.float_rows, wb, w_row_bytes, xb,
+                                    x_row_bytes, cols, rows, n_tokens, y, r0, r1);
         break;
       default:
-        tiled_rows<uint16_t, float>(g.tile_bf16, g.float_rows, g.float_tokens, false, wb, w_row_bytes, xb, x_row_bytes,
-                                    cols, rows, n_tokens, y, r0, r1);
+        tiled_rows<uint16_t, float>(g.tile_bf16, g.float_rows, g.float_tokens, g.float_rows, wb, w_row_bytes, xb,
+                                    x_row_bytes, cols, rows, n_tokens, y, r0, r1);
         break;
     }
   });
@@ -229,20 +235,47 @@ void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float
       run(dot, static_cast<void (*)(first_arg_t<Dot>, int64_t, second_arg_t<Dot>, int64_t, float*)>(nullptr));
     };
     switch (w.dtype) {
-      case DType::kF32: run(k.dot_f32, k.dot_rows_f32); break;
-      case DType::kF16: run(k.dot_f16, k.dot_rows_f16); break;
-      case DType::kBF16: run(k.dot_bf16, k.dot_rows_bf16); break;
-      case DType::kQ8_0: run(k.dot_q8_0, k.dot_rows_q8_0); break;
-      case DType::kQ4_0: run(k.dot_q4_0, k.dot_rows_q4_0); break;
-      case DType::kQ4_1: run_single(k.quant->dot_q4_1); break;
-      case DType::kQ5_0: run_single(k.quant->dot_q5_0); break;
-      case DType::kQ5_1: run_single(k.quant->dot_q5_1); break;
-      case DType::kQ2_K: run_single(k.quant->dot_q2_k); break;
-      case DType::kQ3_K: run_single(k.quant->dot_q3_k); break;
-      case DType::kQ4_K: run_single(k.quant->dot_q4_k); break;
-      case DType::kQ5_K: run_single(k.quant->dot_q5_k); break;
-      case DType::kQ6_K: run_single(k.quant->dot_q6_k); break;
-      case DType::kQ8_K: break;  // rejected above
+      case DType::kF32:
+        run(k.dot_f32, k.dot_rows_f32);
+        break;
+      case DType::kF16:
+        run(k.dot_f16, k.dot_rows_f16);
+        break;
+      case DType::kBF16:
+        run(k.dot_bf16, k.dot_rows_bf16);
+        break;
+      case DType::kQ8_0:
+        run(k.dot_q8_0, k.dot_rows_q8_0);
+        break;
+      case DType::kQ4_0:
+        run(k.dot_q4_0, k.dot_rows_q4_0);
+        break;
+      case DType::kQ4_1:
+        run_single(k.quant->dot_q4_1);
+        break;
+      case DType::kQ5_0:
+        run_single(k.quant->dot_q5_0);
+        break;
+      case DType::kQ5_1:
+        run_single(k.quant->dot_q5_1);
+        break;
+      case DType::kQ2_K:
+        run_single(k.quant->dot_q2_k);
+        break;
+      case DType::kQ3_K:
+        run_single(k.quant->dot_q3_k);
+        break;
+      case DType::kQ4_K:
+        run_single(k.quant->dot_q4_k);
+        break;
+      case DType::kQ5_K:
+        run_single(k.quant->dot_q5_k);
+        break;
+      case DType::kQ6_K:
+        run_single(k.quant->dot_q6_k);
+        break;
+      case DType::kQ8_K:
+        break;  // rejected above
     }
   };
 
