@@ -6,6 +6,8 @@ import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
 import { promisify } from "node:util";
 import { createServer } from "node:net";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
@@ -219,4 +221,47 @@ test("tessera bench-serve against this server reports every request", async () =
   assert.equal(r.total_input_tokens, 8 * 24);
   for (const k of ["ttft", "tpot", "itl", "e2e_latency"]) assert.ok(r[k].median_ms > 0, k);
   assert.ok(r.output_tokens_per_s > 0);
+});
+
+test("tessera bench serve --dataset: JSONL and ShareGPT, token counts from the server", async () => {
+  const tokens = async (prompt, add_special_tokens = true) =>
+    (await (await post("/tokenize", { prompt, add_special_tokens })).json()).count;
+  const run = async (...args) =>
+    JSON.parse((await promisify(execFile)(BIN, ["bench", "serve", "--url", base, "--json", ...args])).stdout);
+  const dir = await mkdtemp(join(tmpdir(), "tessera-bench-dataset-"));
+  try {
+    // JSONL: output_len, max_tokens or --output-len; 5 requests cycle through the 3 lines.
+    const prompts = ["Once upon a time", "The little dog", "Lily and Ben went to the park"];
+    const jsonl = join(dir, "prompts.jsonl");
+    await writeFile(jsonl, [JSON.stringify({ prompt: prompts[0], output_len: 8 }),
+                            JSON.stringify({ prompt: prompts[1], max_tokens: 4 }), "",
+                            JSON.stringify({ prompt: prompts[2] })].join("\n") + "\n");
+    let r = await run("--dataset", jsonl, "--num-prompts", "5", "--concurrency", "2", "--output-len", "3");
+    assert.equal(r.completed, 5);
+    assert.equal(r.errors, 0);
+    assert.equal(r.dataset, jsonl);
+    assert.equal(r.total_output_tokens, 8 + 4 + 3 + 8 + 4);
+    const n = await Promise.all(prompts.map((p) => tokens(p)));
+    assert.equal(r.total_input_tokens, n[0] + n[1] + n[2] + n[0] + n[1]);
+
+    // ShareGPT: the first human turn is the prompt, the gpt reply's token count the output length;
+    // entries without a human/gpt pair are skipped; the whole file is used without --num-prompts.
+    const conv = [
+      { conversations: [{ from: "human", value: "Tell me a story about a cat." },
+                        { from: "gpt", value: "Once upon a time there was a cat named Tom. He liked milk." }] },
+      { conversations: [{ from: "system", value: "no human turn" }] },
+      { conversations: [{ from: "human", value: "What is the sky?" }, { from: "gpt", value: "The sky is blue." }] },
+    ];
+    const sharegpt = join(dir, "sharegpt.json");
+    await writeFile(sharegpt, JSON.stringify(conv));
+    r = await run("--dataset", sharegpt, "--concurrency", "2");
+    assert.equal(r.completed, 2);
+    assert.equal(r.errors, 0);
+    assert.equal(r.total_output_tokens, (await tokens(conv[0].conversations[1].value, false)) +
+                                        (await tokens(conv[2].conversations[1].value, false)));
+    assert.equal(r.total_input_tokens, (await tokens(conv[0].conversations[0].value)) +
+                                       (await tokens(conv[2].conversations[0].value)));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
