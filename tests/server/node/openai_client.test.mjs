@@ -186,10 +186,15 @@ test("raw protocol: 400 body shape, 404 unknown model, SSE framing", async () =>
   assert.ok(events.length >= 2);
 });
 
+// Issue #6: /health answers within 100 ms while the engine is saturated. Judged on the median and the
+// 90th percentile of the probes, not the maximum: the probes are timed inside this Node process, whose one
+// event loop is also opening and reading the 256 streams, and the first probe, queued behind 256
+// connection set-ups in this process, typically takes 40-120 ms here although the server answers it in
+// under 25 ms (measured with curl from a separate process); the machine has 2 shared cores.
 test("256 concurrent streaming requests all succeed; /health answers meanwhile", async () => {
   const kStreams = 256;
   const one = async (i) => {
-    const r = await post("/v1/completions", { model, prompt: `Once upon a time ${i}`, max_tokens: 4, stream: true, seed: i });
+    const r = await post("/v1/completions", { model, prompt: `Once upon a time ${i}`, max_tokens: 16, stream: true, seed: i });
     const text = await r.text();
     return r.status === 200 && text.trimEnd().endsWith("data: [DONE]") ? null : `${r.status}: ${text.slice(0, 200)}`;
   };
@@ -206,8 +211,13 @@ test("256 concurrent streaming requests all succeed; /health answers meanwhile",
   }
   const failures = (await all).filter((f) => f !== null);
   assert.deepEqual(failures, []);
-  assert.ok(healthMs.length >= 1);
-  assert.ok(Math.max(...healthMs) < 1000, `slowest /health ${Math.max(...healthMs).toFixed(0)} ms`);
+  assert.ok(healthMs.length >= 5, `only ${healthMs.length} /health probes ran during the load`);
+  const sorted = [...healthMs].sort((a, b) => a - b);
+  const median = sorted[Math.floor(sorted.length / 2)];
+  const p90 = sorted[Math.floor(sorted.length * 0.9)];
+  const shown = healthMs.map((x) => x.toFixed(0)).join(" ");
+  assert.ok(median < 100, `median /health ${median.toFixed(1)} ms; all (ms): ${shown}`);
+  assert.ok(p90 < 100, `p90 /health ${p90.toFixed(1)} ms; all (ms): ${shown}`);
 });
 
 test("tessera bench-serve against this server reports every request", async () => {
