@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -199,12 +200,26 @@ int bench_serve_main(BenchServeOptions o) {
   for (int w = 0; w < workers; ++w) threads.emplace_back(work);
   ProgressBar bar("bench-serve");
   auto show = [&] { bar.update(finished.load(), o.num_prompts, fmt::format("{} errors", errors.load())); };
+  std::mutex mu;
+  std::condition_variable cv;
+  bool all_done = false;  // guarded by mu
   std::thread progress([&] {
-    for (; finished.load() < o.num_prompts; std::this_thread::sleep_for(std::chrono::milliseconds(200))) show();
+    std::unique_lock<std::mutex> lock(mu);
+    while (!cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return all_done; })) {
+      lock.unlock();
+      show();
+      lock.lock();
+    }
   });
   for (auto& t : threads) t.join();
-  progress.join();
+  // Timed before the progress thread is stopped, so its redraw interval is not in the duration.
   const double duration = std::chrono::duration<double>(Clock::now() - t0).count();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    all_done = true;
+  }
+  cv.notify_all();
+  progress.join();
   show();
 
   std::vector<double> ttft, tpot, itl, e2e;
