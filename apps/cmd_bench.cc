@@ -87,6 +87,7 @@ int bench_main(const BenchOptions& o) {
 Runner register_bench(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* sub = app.add_subcommand("bench", "Measure memory bandwidth, decode and prefill speed of a model");
+  sub->footer("Load-testing a running server: `tessera bench serve --url URL ...` (the same as `tessera bench-serve`).");
   add_engine_flags(*sub, o->engine);
   sub->add_option("-p,--prompt-tokens", o->prompt_tokens, "Prompt tokens for prefill")->check(CLI::Range(1, 1 << 20));
   sub->add_option("-n,--decode-tokens", o->decode_tokens, "Tokens to decode")->check(CLI::Range(2, 1 << 20));

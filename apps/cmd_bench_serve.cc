@@ -2,11 +2,14 @@
 // OpenAI-compatible server that takes token-id prompts). It sends streaming
 // /v1/completions requests at a fixed concurrency or with Poisson arrivals and
 // reports throughput and TTFT / TPOT / ITL / end-to-end latency percentiles.
+// Prompts are random token ids (--input-len) or the text prompts of a dataset
+// (--dataset, bench_serve_dataset.h). `tessera bench serve` is the same command.
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -14,7 +17,9 @@
 #include <thread>
 
 #include "bench_serve_client.h"
+#include "bench_serve_dataset.h"
 #include "cli_common.h"
+#include "progress_bar.h"
 
 namespace tessera::cli {
 
@@ -27,7 +32,8 @@ struct BenchServeOptions {
   std::string url = "http://127.0.0.1:8080";
   int concurrency = 0;        // 0: unset
   double request_rate = 0;    // requests/s, Poisson; 0: unset
-  int num_prompts = 100;
+  int num_prompts = 0;        // 0: the dataset's size, else 100
+  std::string dataset;        // JSONL or ShareGPT file; empty: random prompts
   int input_len = 128;
   int output_len = 32;
   int shared_prefix_len = 0;
@@ -48,6 +54,68 @@ Result<int64_t> probe_vocab(const ServerUrl& url) {
     (r.status == 200 ? lo : hi) = mid;
   }
   return hi;
+}
+
+json request_body(json prompt, int output_len, const std::string& model) {
+  json req = {{"prompt", std::move(prompt)}, {"max_tokens", output_len}, {"min_tokens", output_len},
+              {"ignore_eos", true}, {"temperature", 0}, {"stream", true}, {"stream_options", {{"include_usage", true}}}};
+  if (!model.empty()) req["model"] = model;
+  return req;
+}
+
+// Prompts: a shared prefix of random ids, then input_len random ids of each request's own.
+std::vector<std::string> random_bodies(const BenchServeOptions& o, int64_t vocab, const std::string& model,
+                                       std::mt19937_64& rng) {
+  std::uniform_int_distribution<int64_t> id(std::min<int64_t>(3, vocab - 1), vocab - 1);
+  std::vector<int64_t> prefix(static_cast<size_t>(o.shared_prefix_len));
+  for (auto& t : prefix) t = id(rng);
+  std::vector<std::string> bodies;
+  for (int i = 0; i < o.num_prompts; ++i) {
+    std::vector<int64_t> p = prefix;
+    for (int k = 0; k < o.input_len; ++k) p.push_back(id(rng));
+    bodies.push_back(request_body(p, o.output_len, model).dump());
+  }
+  return bodies;
+}
+
+// Tokens of `text` by the server's POST /tokenize (no BOS).
+Result<int64_t> count_tokens(const ServerUrl& url, const std::string& text) {
+  TESSERA_ASSIGN_OR_RETURN(HttpReply r, http_call(url, "POST", "/tokenize",
+                                                  json{{"prompt", text}, {"add_special_tokens", false}}.dump()));
+  json j = json::parse(r.body, nullptr, false);
+  if (r.status != 200 || j.is_discarded() || !j.contains("count") || !j["count"].is_number_integer()) {
+    return invalid_argument("POST /tokenize answered " + std::to_string(r.status));
+  }
+  return j["count"].get<int64_t>();
+}
+
+// Dataset prompts, the first num_prompts cycling. Output length: the entry's own, else the
+// token count of its reference reply (ShareGPT, by POST /tokenize; about 4 bytes per token
+// when the server cannot tokenize), else --output-len.
+std::vector<std::string> dataset_bodies(const BenchServeOptions& o, const std::vector<DatasetRequest>& dataset,
+                                        const ServerUrl& url, const std::string& model) {
+  std::vector<int> output_len(dataset.size(), 0);
+  bool approximated = false;
+  std::vector<std::string> bodies;
+  for (int i = 0; i < o.num_prompts; ++i) {
+    const size_t k = static_cast<size_t>(i) % dataset.size();
+    const DatasetRequest& r = dataset[k];
+    if (output_len[k] == 0) {
+      int64_t n = r.output_len > 0 ? r.output_len : o.output_len;
+      if (r.output_len == 0 && !r.reference_text.empty()) {
+        auto counted = approximated ? Result<int64_t>(invalid_argument("")) : count_tokens(url, r.reference_text);
+        if (!counted.ok() && !approximated) {
+          approximated = true;
+          fmt::print(stderr, "bench-serve: note: cannot tokenize reference replies ({}); output lengths are "
+                             "approximated as bytes / 4\n", counted.status().message());
+        }
+        n = counted.ok() ? *counted : static_cast<int64_t>(r.reference_text.size() / 4);
+      }
+      output_len[k] = static_cast<int>(std::clamp<int64_t>(n, 1, 1 << 20));
+    }
+    bodies.push_back(request_body(r.prompt, output_len[k], model).dump());
+  }
+  return bodies;
 }
 
 struct Summary {
@@ -77,9 +145,16 @@ json summary_json(const Summary& s) {
   return {{"mean_ms", s.mean * 1e3}, {"median_ms", s.median * 1e3}, {"p90_ms", s.p90 * 1e3}, {"p99_ms", s.p99 * 1e3}};
 }
 
-int bench_serve_main(const BenchServeOptions& o) {
+int bench_serve_main(BenchServeOptions o) {
   auto url = parse_server_url(o.url);
   if (!url.ok()) return fail(url.status());
+  std::vector<DatasetRequest> dataset;
+  if (!o.dataset.empty()) {
+    auto d = load_dataset(o.dataset);
+    if (!d.ok()) return fail(d.status());
+    dataset = std::move(*d);
+  }
+  if (o.num_prompts == 0) o.num_prompts = dataset.empty() ? 100 : static_cast<int>(dataset.size());
   auto models = http_call(*url, "GET", "/v1/models", "");
   if (!models.ok()) return fail(models.status());
   std::string model;
@@ -87,26 +162,18 @@ int bench_serve_main(const BenchServeOptions& o) {
                                                           j["data"].is_array() && !j["data"].empty()) {
     model = j["data"][0].value("id", "");
   }
-  int64_t vocab = o.vocab_size;
-  if (vocab == 0) {
-    auto v = probe_vocab(*url);
-    if (!v.ok()) return fail(v.status());
-    vocab = *v;
-  }
-
-  // Prompts: a shared prefix of random ids, then input_len random ids of each request's own.
   std::mt19937_64 rng(o.seed);
-  std::uniform_int_distribution<int64_t> id(std::min<int64_t>(3, vocab - 1), vocab - 1);
-  std::vector<int64_t> prefix(static_cast<size_t>(o.shared_prefix_len));
-  for (auto& t : prefix) t = id(rng);
   std::vector<std::string> bodies;
-  for (int i = 0; i < o.num_prompts; ++i) {
-    std::vector<int64_t> p = prefix;
-    for (int k = 0; k < o.input_len; ++k) p.push_back(id(rng));
-    json req = {{"prompt", p}, {"max_tokens", o.output_len}, {"min_tokens", o.output_len}, {"ignore_eos", true},
-                {"temperature", 0}, {"stream", true}, {"stream_options", {{"include_usage", true}}}};
-    if (!model.empty()) req["model"] = model;
-    bodies.push_back(req.dump());
+  if (dataset.empty()) {
+    int64_t vocab = o.vocab_size;
+    if (vocab == 0) {
+      auto v = probe_vocab(*url);
+      if (!v.ok()) return fail(v.status());
+      vocab = *v;
+    }
+    bodies = random_bodies(o, vocab, model, rng);
+  } else {
+    bodies = dataset_bodies(o, dataset, *url, model);
   }
   // Arrival times: all at 0 under a fixed concurrency, else a Poisson process.
   std::vector<double> arrival(static_cast<size_t>(o.num_prompts), 0.0);
@@ -131,17 +198,29 @@ int bench_serve_main(const BenchServeOptions& o) {
   };
   std::vector<std::thread> threads;
   for (int w = 0; w < workers; ++w) threads.emplace_back(work);
+  ProgressBar bar("bench-serve");
+  auto show = [&] { bar.update(finished.load(), o.num_prompts, fmt::format("{} errors", errors.load())); };
+  std::mutex mu;
+  std::condition_variable cv;
+  bool all_done = false;  // guarded by mu
   std::thread progress([&] {
-    while (finished.load() < o.num_prompts) {
-      const double el = std::chrono::duration<double>(Clock::now() - t0).count();
-      fmt::print(stderr, "\rbench-serve: {}/{} done, {} errors, {:.1f} s", finished.load(), o.num_prompts, errors.load(), el);
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::unique_lock<std::mutex> lock(mu);
+    while (!cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return all_done; })) {
+      lock.unlock();
+      show();
+      lock.lock();
     }
   });
   for (auto& t : threads) t.join();
-  progress.join();
+  // Timed before the progress thread is stopped, so its redraw interval is not in the duration.
   const double duration = std::chrono::duration<double>(Clock::now() - t0).count();
-  fmt::print(stderr, "\rbench-serve: {}/{} done, {} errors, {:.1f} s\n", o.num_prompts, o.num_prompts, errors.load(), duration);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    all_done = true;
+  }
+  cv.notify_all();
+  progress.join();
+  show();
 
   std::vector<double> ttft, tpot, itl, e2e;
   int64_t in_tokens = 0, out_tokens = 0;
@@ -166,8 +245,9 @@ int bench_serve_main(const BenchServeOptions& o) {
               {"num_prompts", o.num_prompts},
               {"concurrency", o.concurrency > 0 ? json(o.concurrency) : json(nullptr)},
               {"request_rate", o.request_rate > 0 ? json(o.request_rate) : json(nullptr)},
-              {"input_len", o.input_len},
-              {"output_len", o.output_len},
+              {"dataset", dataset.empty() ? json(nullptr) : json(o.dataset)},
+              {"input_len", dataset.empty() ? json(o.input_len) : json(nullptr)},
+              {"output_len", dataset.empty() ? json(o.output_len) : json(nullptr)},
               {"shared_prefix_len", o.shared_prefix_len},
               {"completed", ok},
               {"errors", o.num_prompts - ok},
@@ -186,6 +266,7 @@ int bench_serve_main(const BenchServeOptions& o) {
     fmt::print("{}\n", out.dump(2));
   } else {
     fmt::print("{:<28}{}\n", "model", model);
+    if (!dataset.empty()) fmt::print("{:<28}{} ({} entries)\n", "dataset", o.dataset, dataset.size());
     fmt::print("{:<28}{} ok, {} errors in {:.2f} s\n", "requests", ok, o.num_prompts - ok, duration);
     fmt::print("{:<28}{:.2f}\n", "request throughput (req/s)", ok / duration);
     fmt::print("{:<28}{:.1f}\n", "input tokens/s", static_cast<double>(in_tokens) / duration);
@@ -210,15 +291,24 @@ Runner register_bench_serve(CLI::App& app) {
   sub->add_option("--request-rate", o->request_rate, "Poisson arrivals at this many requests/s")
       ->check(CLI::PositiveNumber)
       ->excludes(conc);
-  sub->add_option("--num-prompts", o->num_prompts, "Requests to send")->check(CLI::Range(1, 1000000))->capture_default_str();
-  sub->add_option("--input-len", o->input_len, "Random prompt token ids per request")->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
-  sub->add_option("--output-len", o->output_len, "Tokens to generate per request (EOS ignored)")
+  sub->add_option("--num-prompts", o->num_prompts,
+                  "Requests to send (default: 100, or the dataset's size; a dataset is cycled when shorter)")
+      ->check(CLI::Range(1, 1000000));
+  auto* dataset = sub->add_option("--dataset", o->dataset,
+                                  "Prompts from FILE: JSONL lines {\"prompt\": ..., \"output_len\": N} or a ShareGPT "
+                                  "JSON array (first human turn = prompt, gpt reply's tokens = output length)");
+  sub->add_option("--input-len", o->input_len, "Random prompt token ids per request")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str()
+      ->excludes(dataset);
+  sub->add_option("--output-len", o->output_len,
+                  "Tokens to generate per request (EOS ignored); with --dataset, for entries without a length")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   sub->add_option("--shared-prefix-len", o->shared_prefix_len, "Random token ids every prompt starts with")
       ->check(CLI::Range(0, 1 << 20))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->excludes(dataset);
   sub->add_option("--vocab-size", o->vocab_size, "Draw ids below this (default: probe the server)")
       ->check(CLI::Range(int64_t{4}, int64_t{1} << 30));
   sub->add_option("--seed", o->seed, "Prompt and arrival seed")->capture_default_str();

@@ -9,6 +9,7 @@
 #include "core/byte_size.h"
 #include "core/cpu_features.h"
 #include "model/quantize_model.h"
+#include "progress_bar.h"
 
 namespace tessera::cli {
 
@@ -21,19 +22,14 @@ struct QuantizeOptions {
   int threads = 0;
 };
 
-void progress_bar(int done, int total, const std::string& name) {
-  constexpr int kWidth = 30;
-  const int filled = total > 0 ? done * kWidth / total : kWidth;
-  fmt::print(stderr, "\r[{:<{}}] {:>4}/{} {:<40.40}", std::string(static_cast<size_t>(filled), '#'), kWidth, done,
-             total, name);
-  if (done == total) fmt::print(stderr, "\n");
-}
-
 int quantize_main(const QuantizeOptions& o) {
   const std::optional<QuantScheme> scheme = quant_scheme_from_name(o.type);
   if (!scheme) return fail(invalid_argument("unknown quantization type '" + o.type + "'"));
   ThreadPool pool(o.threads > 0 ? o.threads : cpu_features().physical_cores);
-  auto summary = quantize_model(o.input, o.output, *scheme, pool, progress_bar);
+  ProgressBar bar("quantize");
+  auto summary = quantize_model(o.input, o.output, *scheme, pool, [&bar](int done, int total, const std::string& name) {
+    bar.update(done, total, name);
+  });
   if (!summary.ok()) return fail(summary.status());
   for (const std::string& note : summary->notes) fmt::print(stderr, "note: {}\n", note);
   fmt::print(stderr, "wrote {} ({}, {} tensors, {} matrices quantized): {} -> {}\n", o.output, scheme->name,

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "cli_common.h"
 
@@ -26,8 +27,16 @@ int main(int argc, char** argv) {
       {"serve", tessera::cli::register_serve(app)},
       {"bench-serve", tessera::cli::register_bench_serve(app)},
   };
+  // `tessera bench serve ...` is `tessera bench-serve ...` (the spelling of issue #6). `bench` takes no
+  // positional argument, so a second word `serve` can mean nothing else.
+  std::vector<char*> args(argv, argv + argc);
+  std::string alias = "bench-serve";
+  if (args.size() >= 3 && std::string(args[1]) == "bench" && std::string(args[2]) == "serve") {
+    args.erase(args.begin() + 2);
+    args[1] = alias.data();
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -11,17 +11,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using nlohmann::json;
 
-// A copy of one engine event, made on the engine thread and read on the strand.
-struct HttpSession::EngineEvent {
-  StreamEvent step;
-  std::optional<TokenLogprobs> logprobs;
-  bool finished = false;
-  std::vector<ChoiceResult> results;
-  RequestMetrics metrics;
-  Status error;
-  bool cancelled = false;
-};
-
 HttpSession::HttpSession(asio::ip::tcp::socket&& socket, std::shared_ptr<ServerState> state)
     : stream_(std::move(socket)), state_(std::move(state)) {}
 
@@ -115,19 +104,20 @@ void HttpSession::start_job(ParsedRequest request) {
   for (size_t p = 0; p < req.prompts.size(); ++p) {
     ++state_->in_flight;
     auto cb = [self = shared_from_this(), p, state = state_](const RequestEvent& ev) {
-      auto copy = std::make_shared<EngineEvent>();
-      copy->finished = ev.request_finished;
+      EngineEvent copy;
+      copy.prompt = p;
+      copy.finished = ev.request_finished;
       if (ev.request_finished) {
-        if (ev.results) copy->results = *ev.results;
-        if (ev.metrics) copy->metrics = *ev.metrics;
-        copy->error = ev.error;
-        copy->cancelled = ev.cancelled;
+        if (ev.results) copy.results = *ev.results;
+        if (ev.metrics) copy.metrics = *ev.metrics;
+        copy.error = ev.error;
+        copy.cancelled = ev.cancelled;
       } else {
-        copy->step = ev.step;
-        if (ev.step.logprobs) copy->logprobs = *ev.step.logprobs;
-        copy->step.logprobs = nullptr;
+        copy.step = ev.step;
+        if (ev.step.logprobs) copy.logprobs = *ev.step.logprobs;
+        copy.step.logprobs = nullptr;
       }
-      asio::post(self->stream_.get_executor(), [self, p, copy] { self->on_engine_event(p, copy); });
+      self->enqueue_event(std::move(copy));
       if (ev.request_finished) {
         {
           std::lock_guard<std::mutex> lock(state->mu);
@@ -156,33 +146,54 @@ void HttpSession::start_job(ParsedRequest request) {
   }
   stream_.expires_never();
   if (job_->streaming() && !submit_error_) {
-    writes_.push_back(
+    out_ +=
         "HTTP/1.1 200 OK\r\nServer: tessera\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
         "Transfer-Encoding: chunked\r\n" +
-        std::string(keep_alive_ ? "" : "Connection: close\r\n") + "\r\n");
+        std::string(keep_alive_ ? "" : "Connection: close\r\n") + "\r\n";
     if (auto pre = job_->stream_preamble(); !pre.empty()) write_chunk(std::move(pre));
     do_write();
   }
   watch();
 }
 
-void HttpSession::on_engine_event(size_t prompt, const std::shared_ptr<EngineEvent>& ev) {
+void HttpSession::enqueue_event(EngineEvent ev) {
+  bool post = false;
+  {
+    std::lock_guard<std::mutex> lock(events_mu_);
+    events_.push_back(std::move(ev));
+    post = !std::exchange(drain_posted_, true);
+  }
+  if (post) asio::post(stream_.get_executor(), [self = shared_from_this()] { self->drain_events(); });
+}
+
+void HttpSession::drain_events() {
+  std::vector<EngineEvent> events;
+  {
+    std::lock_guard<std::mutex> lock(events_mu_);
+    events.swap(events_);
+    drain_posted_ = false;
+  }
+  for (EngineEvent& ev : events) on_engine_event(ev);
+  do_write();
+}
+
+void HttpSession::on_engine_event(EngineEvent& ev) {
   if (!job_) return;
   const bool live = job_->streaming() && !submit_error_ && !closed_;
-  if (!ev->finished) {
-    ev->step.logprobs = ev->logprobs ? &*ev->logprobs : nullptr;
-    std::string chunk = job_->on_step(prompt, ev->step);
+  if (!ev.finished) {
+    ev.step.logprobs = ev.logprobs ? &*ev.logprobs : nullptr;
+    std::string chunk = job_->on_step(ev.prompt, ev.step);
     if (live && !chunk.empty()) write_chunk(std::move(chunk));
     return;
   }
   RequestEvent re;
   re.request_finished = true;
-  re.results = &ev->results;
-  re.metrics = &ev->metrics;
-  re.error = ev->error;
-  re.cancelled = ev->cancelled;
-  if (ev->error.ok() && !ev->cancelled) state_->metrics.observe(ev->metrics);
-  std::string chunk = job_->on_finished(prompt, re);
+  re.results = &ev.results;
+  re.metrics = &ev.metrics;
+  re.error = ev.error;
+  re.cancelled = ev.cancelled;
+  if (ev.error.ok() && !ev.cancelled) state_->metrics.observe(ev.metrics);
+  std::string chunk = job_->on_finished(ev.prompt, re);
   if (live && !chunk.empty()) write_chunk(std::move(chunk));
   if (--pending_ == 0) on_job_done();
 }
@@ -203,7 +214,7 @@ void HttpSession::on_job_done() {
       write_chunk(sse_event(api_error_body(ApiError{503, "the server is shutting down", "server_error", {}, {}})));
     }
     write_chunk(job_->stream_epilogue());
-    writes_.push_back("0\r\n\r\n");
+    out_ += "0\r\n\r\n";
     stream_ending_ = true;
     do_write();
     return;
@@ -220,13 +231,14 @@ void HttpSession::on_job_done() {
 
 void HttpSession::write_chunk(std::string data) {
   if (data.empty()) return;
-  writes_.push_back(fmt::format("{:x}\r\n", data.size()) + data + "\r\n");
-  do_write();
+  out_ += fmt::format("{:x}\r\n", data.size());
+  out_ += data;
+  out_ += "\r\n";
 }
 
 void HttpSession::do_write() {
   if (writing_ || closed_) return;
-  if (writes_.empty()) {
+  if (out_.empty()) {
     if (stream_ending_) {
       stream_ending_ = false;
       job_.reset();
@@ -235,9 +247,10 @@ void HttpSession::do_write() {
     return;
   }
   writing_ = true;
-  asio::async_write(stream_, asio::buffer(writes_.front()), [self = shared_from_this()](beast::error_code ec, size_t) {
+  sending_.swap(out_);
+  out_.clear();
+  asio::async_write(stream_, asio::buffer(sending_), [self = shared_from_this()](beast::error_code ec, size_t) {
     self->writing_ = false;
-    self->writes_.pop_front();
     if (ec) return self->client_gone();
     self->do_write();
   });

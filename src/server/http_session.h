@@ -3,6 +3,13 @@
 // chunked transfer encoding (RFC 9112 section 7.1) when asked. While a job
 // runs the connection keeps a read pending, so a client that disconnects is
 // noticed at once and its engine requests are cancelled.
+//
+// Engine events reach the strand in batches: the engine thread appends them
+// to a small locked inbox and posts one drain handler only when none is
+// pending, and everything a drain produces goes out in one socket write. So
+// under load the io_context queue holds at most one engine handler per
+// connection, however many steps the engine runs ahead, and a /health or
+// /metrics request waits behind a bounded amount of work.
 #pragma once
 
 #include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
@@ -10,8 +17,8 @@
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
 
-#include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,7 +36,17 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void run();
 
  private:
-  struct EngineEvent;
+  // A copy of one engine event, made on the engine thread and read on the strand.
+  struct EngineEvent {
+    size_t prompt = 0;  // index into the job's prompts
+    StreamEvent step;   // its logprobs pointer is re-pointed at `logprobs` on the strand
+    std::optional<TokenLogprobs> logprobs;
+    bool finished = false;
+    std::vector<ChoiceResult> results;
+    RequestMetrics metrics;
+    Status error;
+    bool cancelled = false;
+  };
   using Request = boost::beast::http::request<boost::beast::http::string_body>;
 
   void do_read();
@@ -37,8 +54,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void handle(Request req);
   void send(Reply reply);
   void start_job(ParsedRequest request);
-  void on_engine_event(size_t prompt, const std::shared_ptr<EngineEvent>& ev);
+  // Engine thread: queues `ev` for the strand.
+  void enqueue_event(EngineEvent ev);
+  // Strand: handles every queued event, then writes what they produced.
+  void drain_events();
+  void on_engine_event(EngineEvent& ev);
   void on_job_done();
+  // Appends one chunk of the chunked body to out_ (sent by the next do_write).
   void write_chunk(std::string data);
   void do_write();
   void watch();
@@ -55,12 +77,17 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::vector<uint64_t> job_ids_;  // engine ids of the job's prompts
   size_t pending_ = 0;             // job prompts not yet finished
   std::optional<ApiError> submit_error_;
-  std::deque<std::string> writes_;
+  std::string out_;      // bytes queued for the socket
+  std::string sending_;  // bytes of the async_write in progress
   bool writing_ = false;
   bool stream_ending_ = false;  // last chunk queued; complete once written
   bool watching_ = false;
   bool resume_after_watch_ = false;
   bool closed_ = false;
+
+  std::mutex events_mu_;             // guards events_ and drain_posted_ (engine thread vs strand)
+  std::vector<EngineEvent> events_;  // engine events not yet handled on the strand
+  bool drain_posted_ = false;        // a drain_events() handler is queued
 };
 
 }  // namespace tessera::server

@@ -27,3 +27,11 @@ expect_error(1 run -m ${STORIES} --prompt-ids 1,99999)
 expect_error(1 run -m ${STORIES} --prompt-ids 1,x)
 expect_error(1 run -m ${STORIES} -p hi --kv-cache-memory 12XB)
 expect_error(1 inspect /nonexistent.gguf)
+
+# tessera bench-serve / bench serve: the dataset is read (and rejected) before any server is contacted.
+set(BAD_DATASET ${CMAKE_CURRENT_BINARY_DIR}/cli_errors_bad_dataset.jsonl)
+file(WRITE ${BAD_DATASET} "{\"prompt\": \"fine\"}\n{\"prompt\": 3}\n")
+expect_error(1 bench-serve --url http://127.0.0.1:9 --dataset /nonexistent.jsonl)
+expect_error(1 bench serve --url http://127.0.0.1:9 --dataset ${BAD_DATASET})
+expect_error(2 bench serve --url http://127.0.0.1:9 --dataset ${BAD_DATASET} --input-len 4)
+file(REMOVE ${BAD_DATASET})

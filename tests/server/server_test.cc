@@ -1,7 +1,8 @@
 // The OpenAI-compatible server in-process on an ephemeral loopback port with
 // stories260K: completions equal the engine's greedy output, SSE streaming,
 // chat with a template, every error path, /metrics, cancellation on
-// disconnect, and 64 concurrent streams.
+// disconnect, /health and /metrics latency while the engine is saturated,
+// and 64 concurrent streams.
 #include "server/http_server.h"
 
 #include <gtest/gtest.h>
@@ -12,8 +13,11 @@
 #include <boost/beast.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "http_test_client.h"
 #include "test_support.h"
@@ -288,13 +292,50 @@ TEST_F(ServerTest, QueueFullIs429AndHealthStaysResponsive) {
     auto r = http_request(port, "POST", "/v1/completions", R"({"prompt":"hi","max_tokens":2})");
     expect_error(r, 429);
     EXPECT_EQ(r.headers["Retry-After"], "1");
-    const auto t0 = std::chrono::steady_clock::now();
+    // Their latency under load: HealthAndMetricsWithin100msWhileSaturated.
     EXPECT_EQ(http_request(port, "GET", "/health", "").status, 200);
     EXPECT_EQ(http_request(port, "GET", "/metrics", "").status, 200);
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
   }  // closing the socket cancels the stream
   for (int i = 0; i < 200 && server_->state().in_flight.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(http_request(port, "POST", "/v1/completions", R"({"prompt":"hi","max_tokens":2})").status, 200);
+}
+
+// Issue #6: /health and /metrics answer within 100 ms while the engine is
+// saturated (every KV block in use, requests waiting). Judged on the median
+// and the 90th percentile of 40 probes, not the maximum: on the shared 2-core
+// CI machine a single probe can lose the CPU to the engine threads or another
+// job for a scheduler slice or two, which says nothing about the server.
+TEST_F(ServerTest, HealthAndMetricsWithin100msWhileSaturated) {
+  const uint16_t port = start();
+  constexpr int kStreams = 64;
+  std::vector<std::unique_ptr<RawStream>> streams;
+  for (int i = 0; i < kStreams; ++i) {
+    streams.push_back(std::make_unique<RawStream>(
+        port, json{{"prompt", "Once upon a time " + std::to_string(i)}, {"max_tokens", 200}, {"ignore_eos", true},
+                   {"stream", true}}.dump()));
+  }
+  const EngineMetrics busy = engine_->metrics();
+  EXPECT_GT(busy.running, 0);
+  EXPECT_GT(busy.waiting, 0) << "the engine should have a queue";
+  std::vector<double> ms;
+  for (int i = 0; i < 20; ++i) {
+    for (const char* path : {"/health", "/metrics"}) {
+      const auto t0 = std::chrono::steady_clock::now();
+      EXPECT_EQ(http_request(port, "GET", path, "").status, 200) << path;
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GT(engine_->metrics().waiting, 0) << "the engine drained before the probes ended; the test proves nothing";
+  std::sort(ms.begin(), ms.end());
+  const double median = ms[ms.size() / 2], p90 = ms[ms.size() * 9 / 10];
+  EXPECT_LT(median, 100.0);
+  EXPECT_LT(p90, 100.0) << "median " << median << " ms, max " << ms.back() << " ms";
+  streams.clear();  // disconnecting cancels the streams
+  for (int i = 0; i < 300 && server_->state().in_flight.load() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(server_->state().in_flight.load(), 0);
 }
 
 TEST_F(ServerTest, ClientDisconnectCancels) {
