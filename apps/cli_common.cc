@@ -13,7 +13,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
   app.add_option("-c,--ctx-size", f.ctx_size, "Context size in tokens; sizes the KV cache (default: min(trained, 4096))")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   app.add_option("--kv-cache-memory", f.kv_cache_memory, "KV cache memory budget, e.g. 64MiB or 2GiB (overrides --ctx-size)");
-  app.add_option("--kv-cache-dtype", f.kv_cache_dtype, "KV cache element type")->check(CLI::IsMember({"f16", "bf16", "f32", "int8"}));
+  app.add_option("--kv-cache-dtype", f.kv_cache_dtype, "KV cache element type")->check(CLI::IsMember({"f16", "bf16", "f32", "int8", "fp8"}));
   app.add_option("--quantize", f.quantize, "Quantize the weight matrices at load time")
       ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k"}));
 }

@@ -8,16 +8,22 @@ namespace tessera {
 
 const char* kv_dtype_name(KvDtype t) {
   switch (t) {
-    case KvDtype::kF16: return "f16";
-    case KvDtype::kBF16: return "bf16";
-    case KvDtype::kF32: return "f32";
-    case KvDtype::kInt8: return "int8";
+    case KvDtype::kF16:
+      return "f16";
+    case KvDtype::kBF16:
+      return "bf16";
+    case KvDtype::kF32:
+      return "f32";
+    case KvDtype::kInt8:
+      return "int8";
+    case KvDtype::kFp8:
+      return "fp8";
   }
   return "?";
 }
 
 std::optional<KvDtype> kv_dtype_from_name(std::string_view name) {
-  for (KvDtype t : {KvDtype::kF16, KvDtype::kBF16, KvDtype::kF32, KvDtype::kInt8}) {
+  for (KvDtype t : {KvDtype::kF16, KvDtype::kBF16, KvDtype::kF32, KvDtype::kInt8, KvDtype::kFp8}) {
     if (name == kv_dtype_name(t)) return t;
   }
   return std::nullopt;
@@ -27,9 +33,13 @@ uint64_t kv_head_bytes(KvDtype t, int32_t head_dim) {
   const auto hd = static_cast<uint64_t>(head_dim);
   switch (t) {
     case KvDtype::kF16:
-    case KvDtype::kBF16: return 2 * hd;
-    case KvDtype::kF32: return 4 * hd;
-    case KvDtype::kInt8: return hd + sizeof(float);
+    case KvDtype::kBF16:
+      return 2 * hd;
+    case KvDtype::kF32:
+      return 4 * hd;
+    case KvDtype::kInt8:
+    case KvDtype::kFp8:
+      return hd + sizeof(float);
   }
   return 0;
 }

@@ -1,12 +1,12 @@
 // The shape of a paged KV cache and its memory arithmetic. Bytes per token =
 // 2 (K and V) x n_layers x n_kv_heads x head_dim x bytes per element
-// (plus one f32 scale per head and token for int8).
+// (plus one f32 scale per head and token for int8 and fp8).
 #pragma once
 
 #include <cstdint>
-
 #include <optional>
 #include <string_view>
+
 #include "tessera/status.h"
 
 namespace tessera {
@@ -15,12 +15,14 @@ inline constexpr int32_t kDefaultKvBlockSize = 16;
 
 // Element type of the cached keys and values. kInt8 stores each head's row as
 // int8 with one f32 scale (symmetric, scale = max|x| / 127) per token and
-// head; attention reads it directly.
-enum class KvDtype { kF16, kBF16, kF32, kInt8 };
+// head; attention reads it directly. kFp8 stores FP8 E4M3 (core/fp8.h) with
+// one f32 scale per token and head (scale = max|x| / 448, so each head's row
+// uses the whole E4M3 range).
+enum class KvDtype { kF16, kBF16, kF32, kInt8, kFp8 };
 
-const char* kv_dtype_name(KvDtype t);  // "f16", "bf16", "f32", "int8"
+const char* kv_dtype_name(KvDtype t);  // "f16", "bf16", "f32", "int8", "fp8"
 std::optional<KvDtype> kv_dtype_from_name(std::string_view name);
-// Bytes of one head's row of head_dim elements (int8: plus its f32 scale).
+// Bytes of one head's row of head_dim elements (int8, fp8: plus its f32 scale).
 uint64_t kv_head_bytes(KvDtype t, int32_t head_dim);
 
 struct KvCacheSpec {

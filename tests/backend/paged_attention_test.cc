@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/cpu/kv_buffer.h"
 #include "core/dtype.h"
 #include "core/quant_ref.h"
 #include "kv/block_pool.h"
@@ -95,7 +96,8 @@ void run_case(const Case& c, Isa isa, KvDtype kv_dtype) {
         for (double& x : sc) sum += x = std::exp(x - mx);
         for (int i = 0; i < c.head_dim; ++i) {
           double o = 0;
-          for (int j = 0; j < ctx; ++j) o += sc[static_cast<size_t>(j)] * vs[s][static_cast<size_t>(j * kv_row + kvh * c.head_dim + i)];
+          for (int j = 0; j < ctx; ++j)
+            o += sc[static_cast<size_t>(j)] * vs[s][static_cast<size_t>(j * kv_row + kvh * c.head_dim + i)];
           o /= sum;
           EXPECT_NEAR(out[static_cast<size_t>(t * q_row + h * c.head_dim + i)], o, 2e-5 * 2.0)
               << "seq " << s << " token " << t << " head " << h << " dim " << i;
@@ -107,13 +109,69 @@ void run_case(const Case& c, Isa isa, KvDtype kv_dtype) {
 
 TEST(PagedAttention, MatchesNaiveSoftmaxAttention) {
   for (Isa isa : supported_isas()) {
-    for (KvDtype t : {KvDtype::kF16, KvDtype::kBF16, KvDtype::kF32, KvDtype::kInt8}) {
+    for (KvDtype t : {KvDtype::kF16, KvDtype::kBF16, KvDtype::kF32, KvDtype::kInt8, KvDtype::kFp8}) {
       for (Case c : {Case{4, 4, 16}, Case{8, 2, 32}, Case{6, 1, 64}, Case{2, 2, 8}}) {
         SCOPED_TRACE(std::string(isa_name(isa)) + " " + kv_dtype_name(t) + " heads " + std::to_string(c.n_heads) + "/" +
                      std::to_string(c.n_kv_heads));
         run_case(c, isa, t);
       }
     }
+  }
+}
+
+// Store then load of one KV row per dtype: the error stated by each format
+// (f32 exact; f16 / bf16 half an ulp; int8 half a step of max|x| / 127 per
+// head; fp8 E4M3 half an ulp of x / scale, i.e. 2^-4 relative, plus the
+// subnormal step 2^-10 * scale).
+TEST(KvBuffer, StoreLoadRoundTripErrorBounds) {
+  KvCacheSpec spec;
+  spec.n_layers = 2;
+  spec.n_kv_heads = 3;
+  spec.head_dim = 40;
+  spec.num_blocks = 2;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  const int64_t n = int64_t{spec.n_kv_heads} * spec.head_dim;
+  std::vector<float> k(static_cast<size_t>(n)), v(k.size()), k2(k.size()), v2(k.size());
+  for (KvDtype t : {KvDtype::kF16, KvDtype::kBF16, KvDtype::kF32, KvDtype::kInt8, KvDtype::kFp8}) {
+    SCOPED_TRACE(kv_dtype_name(t));
+    spec.dtype = t;
+    auto buf = KvBuffer::create(spec);
+    ASSERT_TRUE(buf.ok());
+    for (auto& x : k) x = dist(rng);
+    for (auto& x : v) x = dist(rng);
+    v[5] = 0.0f;
+    (*buf)->store(kernels(), 1, 17, k.data(), v.data());
+    (*buf)->load(1, 17, k2.data(), v2.data());
+    for (int h = 0; h < spec.n_kv_heads; ++h) {
+      float amax = 0.0f;
+      for (int i = 0; i < spec.head_dim; ++i)
+        amax = std::max(amax, std::fabs(k[static_cast<size_t>(h * spec.head_dim + i)]));
+      for (int i = 0; i < spec.head_dim; ++i) {
+        const auto j = static_cast<size_t>(h * spec.head_dim + i);
+        const float x = k[j];
+        float bound = 0.0f;
+        switch (t) {
+          case KvDtype::kF32:
+            bound = 0.0f;
+            break;
+          case KvDtype::kF16:
+            bound = std::fabs(x) * 0x1p-11f + 0x1p-25f;
+            break;
+          case KvDtype::kBF16:
+            bound = std::fabs(x) * 0x1p-8f;
+            break;
+          case KvDtype::kInt8:
+            bound = 0.5f * amax / 127.0f * 1.0001f;
+            break;
+          case KvDtype::kFp8:
+            bound = std::fabs(x) * 0x1p-4f + amax / 448.0f * 0x1p-10f;
+            break;
+        }
+        ASSERT_LE(std::fabs(k2[j] - x), bound) << "head " << h << " dim " << i;
+      }
+    }
+    EXPECT_EQ(v2[5], 0.0f);
   }
 }
 

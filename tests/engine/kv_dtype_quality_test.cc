@@ -8,8 +8,8 @@
 
 #include "backend/cpu/kernels.h"
 #include "engine/generator.h"
-#include "sample/sampler.h"
 #include "model/model_test_util.h"
+#include "sample/sampler.h"
 #include "test_support.h"
 
 namespace tessera {
@@ -60,12 +60,14 @@ Cost compare(const std::vector<float>& base, const std::vector<float>& other, si
 void measure(const Model& m, const std::vector<int32_t>& ids, const char* name) {
   const auto nv = static_cast<size_t>(m.config().n_vocab);
   const auto base = all_logits(m, ids, KvDtype::kF16);
-  for (KvDtype t : {KvDtype::kF32, KvDtype::kBF16, KvDtype::kInt8}) {
+  for (KvDtype t : {KvDtype::kF32, KvDtype::kBF16, KvDtype::kInt8, KvDtype::kFp8}) {
     const Cost c = compare(base, all_logits(m, ids, t), nv);
     std::printf("%s, %zu positions: KV %s vs f16: mean KL %.3g, top-1 agreement %.2f%%\n", name, ids.size(),
                 kv_dtype_name(t), c.mean_kl, 100 * c.top1);
-    // Stated bounds: 8-bit caches stay close to f16.
-    EXPECT_LT(c.mean_kl, 0.01) << kv_dtype_name(t);
+    // Stated bounds: 8-bit caches stay close to f16. E4M3 keeps 3 mantissa
+    // bits (relative step 2^-3) where int8 with a per-head scale keeps ~7, so
+    // its bound is looser (measured: 0.0097 on stories260K, 7e-5 on the fixture).
+    EXPECT_LT(c.mean_kl, t == KvDtype::kFp8 ? 0.03 : 0.01) << kv_dtype_name(t);
     EXPECT_GT(c.top1, 0.9) << kv_dtype_name(t);
   }
 }

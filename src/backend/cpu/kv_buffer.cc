@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/fp8.h"
 #include "core/quant_ref.h"
 
 namespace tessera::cpu {
@@ -12,7 +13,8 @@ namespace tessera::cpu {
 Result<std::unique_ptr<KvBuffer>> KvBuffer::create(const KvCacheSpec& spec) {
   std::unique_ptr<KvBuffer> buf(new KvBuffer(spec));
   buf->row_elems_ = static_cast<int64_t>(spec.n_kv_heads) * spec.head_dim;
-  buf->row_bytes_ = static_cast<int64_t>(spec.n_kv_heads) * static_cast<int64_t>(kv_head_bytes(spec.dtype, spec.head_dim));
+  buf->row_bytes_ =
+      static_cast<int64_t>(spec.n_kv_heads) * static_cast<int64_t>(kv_head_bytes(spec.dtype, spec.head_dim));
   const auto n = static_cast<size_t>(spec.n_layers * spec.capacity_tokens() * buf->row_bytes_);
   buf->k_.reset(new (std::nothrow) uint8_t[n]);
   buf->v_.reset(new (std::nothrow) uint8_t[n]);
@@ -33,17 +35,35 @@ void store_int8_head(const float* x, uint8_t* dst, int64_t n) {
   std::memcpy(dst + n, &scale, sizeof(scale));
 }
 
+// One head's row: E4M3 values of x / scale then the f32 scale (max|x| / 448).
+void store_fp8_head(const float* x, uint8_t* dst, int64_t n) {
+  float amax = 0.0f;
+  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float scale = amax / kFp8E4M3Max;
+  const float inv = scale > 0 ? 1.0f / scale : 0.0f;
+  for (int64_t i = 0; i < n; ++i) dst[i] = fp32_to_fp8_e4m3(x[i] * inv);
+  std::memcpy(dst + n, &scale, sizeof(scale));
+}
+
 void store_row(const Kernels& kernels, const KvCacheSpec& spec, const float* x, void* dst) {
   const int64_t n = static_cast<int64_t>(spec.n_kv_heads) * spec.head_dim;
   switch (spec.dtype) {
-    case KvDtype::kF16: kernels.f32_to_f16_row(x, static_cast<uint16_t*>(dst), n); return;
-    case KvDtype::kBF16: quantize_row(DType::kBF16, x, dst, n); return;
-    case KvDtype::kF32: std::memcpy(dst, x, static_cast<size_t>(n) * sizeof(float)); return;
-    case KvDtype::kInt8: {
+    case KvDtype::kF16:
+      kernels.f32_to_f16_row(x, static_cast<uint16_t*>(dst), n);
+      return;
+    case KvDtype::kBF16:
+      quantize_row(DType::kBF16, x, dst, n);
+      return;
+    case KvDtype::kF32:
+      std::memcpy(dst, x, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case KvDtype::kInt8:
+    case KvDtype::kFp8: {
       const uint64_t head_bytes = kv_head_bytes(spec.dtype, spec.head_dim);
+      auto* store_head = spec.dtype == KvDtype::kInt8 ? store_int8_head : store_fp8_head;
       for (int32_t h = 0; h < spec.n_kv_heads; ++h) {
-        store_int8_head(x + static_cast<int64_t>(h) * spec.head_dim, static_cast<uint8_t*>(dst) + h * head_bytes,
-                        spec.head_dim);
+        store_head(x + static_cast<int64_t>(h) * spec.head_dim, static_cast<uint8_t*>(dst) + h * head_bytes,
+                   spec.head_dim);
       }
       return;
     }
@@ -53,17 +73,27 @@ void store_row(const Kernels& kernels, const KvCacheSpec& spec, const float* x, 
 void load_row(const KvCacheSpec& spec, const void* src, float* x) {
   const int64_t n = static_cast<int64_t>(spec.n_kv_heads) * spec.head_dim;
   switch (spec.dtype) {
-    case KvDtype::kF16: dequantize_row(DType::kF16, src, x, n); return;
-    case KvDtype::kBF16: dequantize_row(DType::kBF16, src, x, n); return;
-    case KvDtype::kF32: std::memcpy(x, src, static_cast<size_t>(n) * sizeof(float)); return;
-    case KvDtype::kInt8: {
+    case KvDtype::kF16:
+      dequantize_row(DType::kF16, src, x, n);
+      return;
+    case KvDtype::kBF16:
+      dequantize_row(DType::kBF16, src, x, n);
+      return;
+    case KvDtype::kF32:
+      std::memcpy(x, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case KvDtype::kInt8:
+    case KvDtype::kFp8: {
       const uint64_t head_bytes = kv_head_bytes(spec.dtype, spec.head_dim);
+      const float* fp8 = fp8_e4m3_table();
       for (int32_t h = 0; h < spec.n_kv_heads; ++h) {
         const auto* head = static_cast<const uint8_t*>(src) + h * head_bytes;
         float scale;
         std::memcpy(&scale, head + spec.head_dim, sizeof(scale));
         for (int32_t i = 0; i < spec.head_dim; ++i) {
-          x[h * spec.head_dim + i] = scale * static_cast<float>(reinterpret_cast<const int8_t*>(head)[i]);
+          const float q = spec.dtype == KvDtype::kInt8 ? static_cast<float>(reinterpret_cast<const int8_t*>(head)[i])
+                                                       : fp8[head[i]];
+          x[h * spec.head_dim + i] = scale * q;
         }
       }
       return;

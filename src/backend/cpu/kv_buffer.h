@@ -1,7 +1,7 @@
 // KvBuffer: the CPU memory of a paged KV cache (layout from kv/kv_cache_spec.h).
 // Per layer, K and V are each [num_blocks * block_size, n_kv_heads, head_dim]
-// of spec.dtype (f16 by default; bf16, f32, and int8 where each head's row is
-// followed by its f32 scale), indexed by slot
+// of spec.dtype (f16 by default; bf16, f32, and int8 / fp8 where each head's
+// row is followed by its f32 scale), indexed by slot
 // (block * block_size + offset); a block's rows are contiguous so attention
 // streams one block at a time.
 #pragma once

@@ -6,6 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include "core/fp8.h"
+
 namespace tessera::cpu {
 
 namespace {
@@ -20,13 +22,24 @@ struct Item {
 // q · k for one head's key row of the cache's dtype.
 float dot_key(const Kernels& k, KvDtype t, const uint8_t* key, const float* q, int64_t n) {
   switch (t) {
-    case KvDtype::kF16: return k.dot_f16(reinterpret_cast<const uint16_t*>(key), q, n);
-    case KvDtype::kBF16: return k.dot_bf16(reinterpret_cast<const uint16_t*>(key), q, n);
-    case KvDtype::kF32: return k.dot_f32(reinterpret_cast<const float*>(key), q, n);
+    case KvDtype::kF16:
+      return k.dot_f16(reinterpret_cast<const uint16_t*>(key), q, n);
+    case KvDtype::kBF16:
+      return k.dot_bf16(reinterpret_cast<const uint16_t*>(key), q, n);
+    case KvDtype::kF32:
+      return k.dot_f32(reinterpret_cast<const float*>(key), q, n);
     case KvDtype::kInt8: {
       const auto* v = reinterpret_cast<const int8_t*>(key);
       float sum = 0.0f;
       for (int64_t i = 0; i < n; ++i) sum += q[i] * static_cast<float>(v[i]);
+      float scale;
+      std::memcpy(&scale, key + n, sizeof(scale));
+      return sum * scale;
+    }
+    case KvDtype::kFp8: {
+      const float* fp8 = fp8_e4m3_table();
+      float sum = 0.0f;
+      for (int64_t i = 0; i < n; ++i) sum += q[i] * fp8[key[i]];
       float scale;
       std::memcpy(&scale, key + n, sizeof(scale));
       return sum * scale;
@@ -38,7 +51,9 @@ float dot_key(const Kernels& k, KvDtype t, const uint8_t* key, const float* q, i
 // out += p * value for one head's value row of the cache's dtype.
 void add_value(const Kernels& k, KvDtype t, float p, const uint8_t* value, float* out, int64_t n) {
   switch (t) {
-    case KvDtype::kF16: k.axpy_f16(p, reinterpret_cast<const uint16_t*>(value), out, n); return;
+    case KvDtype::kF16:
+      k.axpy_f16(p, reinterpret_cast<const uint16_t*>(value), out, n);
+      return;
     case KvDtype::kBF16: {
       const auto* v = reinterpret_cast<const uint16_t*>(value);
       for (int64_t i = 0; i < n; ++i) out[i] += p * bf16_to_fp32(v[i]);
@@ -57,19 +72,26 @@ void add_value(const Kernels& k, KvDtype t, float p, const uint8_t* value, float
       for (int64_t i = 0; i < n; ++i) out[i] += ps * static_cast<float>(v[i]);
       return;
     }
+    case KvDtype::kFp8: {
+      float scale;
+      std::memcpy(&scale, value + n, sizeof(scale));
+      const float ps = p * scale;
+      const float* fp8 = fp8_e4m3_table();
+      for (int64_t i = 0; i < n; ++i) out[i] += ps * fp8[value[i]];
+      return;
+    }
   }
 }
 
-void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int32_t pos,
-                const AttentionSeq& seq, const KvBuffer& kv, int layer, int32_t kv_head, float* out,
-                std::vector<float>& scratch) {
+void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int32_t pos, const AttentionSeq& seq,
+                const KvBuffer& kv, int layer, int32_t kv_head, float* out, std::vector<float>& scratch) {
   const int32_t group = sh.n_heads / sh.n_kv_heads;
   const int32_t hd = sh.head_dim;
   const int32_t bs = kv.spec().block_size;
   scratch.assign(static_cast<size_t>(group) * (2 + bs), 0.0f);
-  float* m = scratch.data();            // [group] running max
-  float* l = m + group;                 // [group] running sum
-  float* s = l + group;                 // [group, bs] scores of one tile
+  float* m = scratch.data();  // [group] running max
+  float* l = m + group;       // [group] running sum
+  float* s = l + group;       // [group, bs] scores of one tile
   for (int32_t g = 0; g < group; ++g) {
     m[g] = -std::numeric_limits<float>::infinity();
     std::fill(out + static_cast<int64_t>(g) * hd, out + static_cast<int64_t>(g + 1) * hd, 0.0f);
@@ -108,8 +130,8 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
 }  // namespace
 
 void paged_attention(ThreadPool& pool, const Kernels& k, const AttentionShape& shape, const float* q,
-                     const int32_t* positions, std::span<const AttentionSeq> seqs, const KvBuffer& kv,
-                     int layer, float* out) {
+                     const int32_t* positions, std::span<const AttentionSeq> seqs, const KvBuffer& kv, int layer,
+                     float* out) {
   std::vector<Item> items;
   for (const AttentionSeq& seq : seqs) {
     for (int32_t t = seq.token_begin; t < seq.token_begin + seq.n_tokens; ++t) {
