@@ -106,27 +106,18 @@ void dtype_args(benchmark::internal::Benchmark* b) {
 }
 
 // Repetitions with medians: a shared machine makes single runs noisy.
-BENCHMARK(BM_Decode)
-    ->Apply(dtype_args)
-    ->ArgNames({"threads", "dtype", "tiled"})
-    ->UseRealTime()
-    ->MinTime(0.2)
-    ->Repetitions(5)
-    ->ReportAggregatesOnly(true);
-BENCHMARK(BM_Batch16)
-    ->Apply(dtype_args)
-    ->ArgNames({"threads", "dtype", "tiled"})
-    ->UseRealTime()
-    ->MinTime(0.2)
-    ->Repetitions(3)
-    ->ReportAggregatesOnly(true);
-BENCHMARK(BM_Prefill64)
-    ->Apply(dtype_args)
-    ->ArgNames({"threads", "dtype", "tiled"})
-    ->UseRealTime()
-    ->MinTime(0.2)
-    ->Repetitions(3)
-    ->ReportAggregatesOnly(true);
+template <int kRepetitions>
+void matmul_config(benchmark::internal::Benchmark* b) {
+  b->Apply(dtype_args)
+      ->ArgNames({"threads", "dtype", "tiled"})
+      ->UseRealTime()
+      ->MinTime(0.2)
+      ->Repetitions(kRepetitions)
+      ->ReportAggregatesOnly(true);
+}
+BENCHMARK(BM_Decode)->Apply(matmul_config<5>);
+BENCHMARK(BM_Batch16)->Apply(matmul_config<3>);
+BENCHMARK(BM_Prefill64)->Apply(matmul_config<3>);
 
 void BM_ReadBandwidth(benchmark::State& state) {
   ThreadPool pool(static_cast<int>(state.range(0)));
