@@ -1,13 +1,12 @@
 #include "bench_serve_client.h"
 
-#include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
-
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
 
 namespace tessera::cli {
 
@@ -24,6 +23,7 @@ http::request<http::string_body> make_request(const ServerUrl& url, const std::s
   http::request<http::string_body> req(http::string_to_verb(method), url.prefix + path, 11);
   req.set(http::field::host, url.host);
   req.set(http::field::connection, "close");
+  if (!url.api_key.empty()) req.set(http::field::authorization, "Bearer " + url.api_key);
   if (!body.empty()) {
     req.set(http::field::content_type, "application/json");
     req.body() = body;
@@ -37,7 +37,9 @@ void connect(const ServerUrl& url, asio::io_context& ioc, tcp::socket& sock) {
   asio::connect(sock, resolver.resolve(url.host, url.port));
 }
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // Parses one SSE event; updates `t`. Returns true on `[DONE]`.
 bool on_event(const std::string& event, double now, double& last_text, StreamTiming& t) {

@@ -15,6 +15,7 @@ struct ServerUrl {
   std::string host;
   std::string port = "80";
   std::string prefix;
+  std::string api_key;  // sent as `Authorization: Bearer KEY` when not empty
 };
 Result<ServerUrl> parse_server_url(const std::string& url);
 
@@ -29,11 +30,11 @@ Result<HttpReply> http_call(const ServerUrl& url, const std::string& method, con
 // What one streamed completion measured. Times are seconds from sending the request.
 struct StreamTiming {
   bool ok = false;
-  std::string error;             // set when !ok: HTTP status and body, or the transport error
-  double ttft = 0;               // first event carrying text
-  double e2e = 0;                // `data: [DONE]`
-  std::vector<double> itl;       // gaps between successive text events
-  int64_t prompt_tokens = 0;     // from the usage chunk
+  std::string error;          // set when !ok: HTTP status and body, or the transport error
+  double ttft = 0;            // first event carrying text
+  double e2e = 0;             // `data: [DONE]`
+  std::vector<double> itl;    // gaps between successive text events
+  int64_t prompt_tokens = 0;  // from the usage chunk
   int64_t completion_tokens = 0;
 };
 // POSTs `body` (a JSON request with "stream": true) to PREFIX/v1/completions and

@@ -30,14 +30,15 @@ using Clock = std::chrono::steady_clock;
 
 struct BenchServeOptions {
   std::string url = "http://127.0.0.1:8080";
-  int concurrency = 0;        // 0: unset
-  double request_rate = 0;    // requests/s, Poisson; 0: unset
-  int num_prompts = 0;        // 0: the dataset's size, else 100
-  std::string dataset;        // JSONL or ShareGPT file; empty: random prompts
+  std::string api_key;      // for a server started with --api-key
+  int concurrency = 0;      // 0: unset
+  double request_rate = 0;  // requests/s, Poisson; 0: unset
+  int num_prompts = 0;      // 0: the dataset's size, else 100
+  std::string dataset;      // JSONL or ShareGPT file; empty: random prompts
   int input_len = 128;
   int output_len = 32;
   int shared_prefix_len = 0;
-  int64_t vocab_size = 0;     // 0: probe the server
+  int64_t vocab_size = 0;  // 0: probe the server
   uint64_t seed = 0;
   bool json_out = false;
 };
@@ -46,8 +47,9 @@ struct BenchServeOptions {
 Result<int64_t> probe_vocab(const ServerUrl& url) {
   int64_t lo = 1, hi = int64_t{1} << 24;  // lo valid, hi invalid
   TESSERA_ASSIGN_OR_RETURN(HttpReply first, http_call(url, "POST", "/detokenize", R"({"tokens":[0]})"));
-  if (first.status != 200) return invalid_argument("cannot find the vocabulary size (POST /detokenize answered " +
-                                                   std::to_string(first.status) + "); pass --vocab-size");
+  if (first.status != 200)
+    return invalid_argument("cannot find the vocabulary size (POST /detokenize answered " +
+                            std::to_string(first.status) + "); pass --vocab-size");
   while (hi - lo > 1) {
     const int64_t mid = lo + (hi - lo) / 2;
     TESSERA_ASSIGN_OR_RETURN(HttpReply r, http_call(url, "POST", "/detokenize", json{{"tokens", {mid}}}.dump()));
@@ -57,8 +59,13 @@ Result<int64_t> probe_vocab(const ServerUrl& url) {
 }
 
 json request_body(json prompt, int output_len, const std::string& model) {
-  json req = {{"prompt", std::move(prompt)}, {"max_tokens", output_len}, {"min_tokens", output_len},
-              {"ignore_eos", true}, {"temperature", 0}, {"stream", true}, {"stream_options", {{"include_usage", true}}}};
+  json req = {{"prompt", std::move(prompt)},
+              {"max_tokens", output_len},
+              {"min_tokens", output_len},
+              {"ignore_eos", true},
+              {"temperature", 0},
+              {"stream", true},
+              {"stream_options", {{"include_usage", true}}}};
   if (!model.empty()) req["model"] = model;
   return req;
 }
@@ -80,8 +87,8 @@ std::vector<std::string> random_bodies(const BenchServeOptions& o, int64_t vocab
 
 // Tokens of `text` by the server's POST /tokenize (no BOS).
 Result<int64_t> count_tokens(const ServerUrl& url, const std::string& text) {
-  TESSERA_ASSIGN_OR_RETURN(HttpReply r, http_call(url, "POST", "/tokenize",
-                                                  json{{"prompt", text}, {"add_special_tokens", false}}.dump()));
+  TESSERA_ASSIGN_OR_RETURN(
+      HttpReply r, http_call(url, "POST", "/tokenize", json{{"prompt", text}, {"add_special_tokens", false}}.dump()));
   json j = json::parse(r.body, nullptr, false);
   if (r.status != 200 || j.is_discarded() || !j.contains("count") || !j["count"].is_number_integer()) {
     return invalid_argument("POST /tokenize answered " + std::to_string(r.status));
@@ -106,8 +113,10 @@ std::vector<std::string> dataset_bodies(const BenchServeOptions& o, const std::v
         auto counted = approximated ? Result<int64_t>(invalid_argument("")) : count_tokens(url, r.reference_text);
         if (!counted.ok() && !approximated) {
           approximated = true;
-          fmt::print(stderr, "bench-serve: note: cannot tokenize reference replies ({}); output lengths are "
-                             "approximated as bytes / 4\n", counted.status().message());
+          fmt::print(stderr,
+                     "bench-serve: note: cannot tokenize reference replies ({}); output lengths are "
+                     "approximated as bytes / 4\n",
+                     counted.status().message());
         }
         n = counted.ok() ? *counted : static_cast<int64_t>(r.reference_text.size() / 4);
       }
@@ -148,6 +157,7 @@ json summary_json(const Summary& s) {
 int bench_serve_main(BenchServeOptions o) {
   auto url = parse_server_url(o.url);
   if (!url.ok()) return fail(url.status());
+  url->api_key = o.api_key;
   std::vector<DatasetRequest> dataset;
   if (!o.dataset.empty()) {
     auto d = load_dataset(o.dataset);
@@ -158,8 +168,8 @@ int bench_serve_main(BenchServeOptions o) {
   auto models = http_call(*url, "GET", "/v1/models", "");
   if (!models.ok()) return fail(models.status());
   std::string model;
-  if (auto j = json::parse(models->body, nullptr, false); models->status == 200 && !j.is_discarded() && j.contains("data") &&
-                                                          j["data"].is_array() && !j["data"].empty()) {
+  if (auto j = json::parse(models->body, nullptr, false);
+      models->status == 200 && !j.is_discarded() && j.contains("data") && j["data"].is_array() && !j["data"].empty()) {
     model = j["data"][0].value("id", "");
   }
   std::mt19937_64 rng(o.seed);
@@ -285,9 +295,12 @@ int bench_serve_main(BenchServeOptions o) {
 
 Runner register_bench_serve(CLI::App& app) {
   auto o = std::make_shared<BenchServeOptions>();
-  CLI::App* sub = app.add_subcommand("bench-serve", "Load-test a running OpenAI-compatible server with streaming completions");
+  CLI::App* sub =
+      app.add_subcommand("bench-serve", "Load-test a running OpenAI-compatible server with streaming completions");
   sub->add_option("--url", o->url, "Server base URL")->capture_default_str();
-  auto* conc = sub->add_option("--concurrency", o->concurrency, "Requests in flight at once")->check(CLI::Range(1, 4096));
+  sub->add_option("--api-key", o->api_key, "Send 'Authorization: Bearer KEY' (for a server started with --api-key)");
+  auto* conc =
+      sub->add_option("--concurrency", o->concurrency, "Requests in flight at once")->check(CLI::Range(1, 4096));
   sub->add_option("--request-rate", o->request_rate, "Poisson arrivals at this many requests/s")
       ->check(CLI::PositiveNumber)
       ->excludes(conc);

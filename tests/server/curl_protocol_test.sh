@@ -152,6 +152,19 @@ else
   fail "keep-alive: new connections per request: '$connects' (expected '1 0 0')"
 fi
 
+# bench-serve against this key-protected server: with --api-key every request succeeds; without, it fails.
+if "$BIN" bench-serve --url "$URL" --api-key "$KEY" --concurrency 2 --num-prompts 4 --input-len 8 --output-len 4 \
+  >"$WORK/bench.txt" 2>&1 && grep -q "4 ok, 0 errors" "$WORK/bench.txt"; then
+  ok "bench-serve --api-key: 4 ok, 0 errors"
+else
+  fail "bench-serve --api-key: $(cat "$WORK/bench.txt")"
+fi
+if "$BIN" bench-serve --url "$URL" --concurrency 1 --num-prompts 1 --input-len 8 --output-len 4 >"$WORK/bench.txt" 2>&1; then
+  fail "bench-serve without the key succeeded: $(cat "$WORK/bench.txt")"
+else
+  ok "bench-serve without the key fails"
+fi
+
 # SIGTERM: a clean exit with status 0.
 kill -TERM "$SERVER_PID"
 status=0
