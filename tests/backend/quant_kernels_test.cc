@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -154,6 +155,54 @@ TEST(QuantKernels, QuantizeQ8_KBitIdentical) {
       std::vector<BlockQ8_K> got(ref.size());
       kernels_for(isa).quant->quantize_row_q8_k(x.data(), got.data(), n);
       EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), ref.size() * sizeof(BlockQ8_K))) << isa_label(isa);
+    }
+  }
+}
+
+// The SIMD quantizers against the reference on many random rows and on rows
+// built to hit every branch: all zeros, one huge or tiny (subnormal) value,
+// values at exact .5 ties after scaling, +-Inf and NaN, +-0.
+TEST(QuantKernels, QuantizeQ8_KBitIdenticalEdgeRows) {
+  const int64_t n = 256;
+  std::vector<std::vector<float>> rows;
+  for (int i = 0; i < 40; ++i) rows.push_back(random_floats(n, 1000 + i, i % 2 ? 1e-3f : 50.0f));
+  rows.emplace_back(n, 0.0f);
+  rows.emplace_back(n, -0.0f);
+  for (float big : {3.0e38f, -3.0e38f, 1e-40f, -1e-44f, 1.17e-38f, 5e-39f}) {
+    std::vector<float> r = random_floats(n, 7, 1.0f);
+    for (float& v : r) v *= std::fabs(big) < 1 ? std::fabs(big) : 1.0f;
+    r[13] = big;
+    rows.push_back(r);
+  }
+  {
+    std::vector<float> r(n);  // amax 127: x * id lands on k + 0.5 exactly
+    for (int64_t i = 0; i < n; ++i) r[i] = static_cast<float>(i % 255 - 127) + (i % 3 == 0 ? 0.5f : (i % 3 == 1 ? -0.5f : 0.25f));
+    r[0] = 127.0f;
+    rows.push_back(r);
+    for (float& v : r) v *= 0.5f;  // amax 63.5: ties in the scaled values again
+    rows.push_back(r);
+  }
+  {
+    std::vector<float> r = random_floats(n, 8, 2.0f);
+    r[3] = std::numeric_limits<float>::quiet_NaN();
+    rows.push_back(r);
+    r[100] = std::numeric_limits<float>::infinity();
+    rows.push_back(r);
+    r[3] = 1.0f;
+    r[200] = -std::numeric_limits<float>::infinity();
+    rows.push_back(r);
+  }
+  std::vector<float> all;
+  for (const auto& r : rows) all.insert(all.end(), r.begin(), r.end());
+  const int64_t total = static_cast<int64_t>(all.size());
+  std::vector<BlockQ8_K> ref(static_cast<size_t>(total / n));
+  quantize_row_q8_k_ref(all.data(), ref.data(), total);
+  for (Isa isa : supported_isas()) {
+    SCOPED_TRACE(isa_label(isa));
+    std::vector<BlockQ8_K> got(ref.size());
+    kernels_for(isa).quant->quantize_row_q8_k(all.data(), got.data(), total);
+    for (size_t b = 0; b < ref.size(); ++b) {
+      EXPECT_EQ(0, std::memcmp(&got[b], &ref[b], sizeof(BlockQ8_K))) << "row " << b;
     }
   }
 }

@@ -32,7 +32,7 @@ const QuantKernels kQuantAvx2{
     .dot_q4_k = dot_q4_k,
     .dot_q5_k = dot_q5_k,
     .dot_q6_k = dot_q6_k,
-    .quantize_row_q8_k = quantize_row_q8_k_scalar,
+    .quantize_row_q8_k = quantize_row_q8_k_simd,
 };
 
 }  // namespace tessera::cpu::detail

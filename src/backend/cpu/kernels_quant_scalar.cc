@@ -173,8 +173,8 @@ float dot_q6_k(const BlockQ6_K* w, const BlockQ8_K* x, int64_t n) {
 }  // namespace
 
 // Same arithmetic as quantize_row_q8_k_ref (restated so the table does not
-// depend on how core implements it); shared by every ISA's table, as the
-// activation row is small next to the weights it is multiplied with.
+// depend on how core implements it); the AVX2/AVX-512 tables use
+// quantize_row_q8_k_simd (kernels_quant_simd.inc), bit-identical to it.
 void quantize_row_q8_k_scalar(const float* x, BlockQ8_K* y, int64_t n) {
   for (int64_t b = 0; b < n / kQkK; ++b) {
     const float* xb = x + b * kQkK;
