@@ -43,7 +43,8 @@ Status Transformer::validate(const ForwardBatch& b, const cpu::KvBuffer& kv) con
         return invalid_argument("position " + std::to_string(pos) + " is outside the sequence's block table");
       }
       const int64_t slot = b.slot_mapping[static_cast<size_t>(t)];
-      if (slot < 0 || slot >= slots) return invalid_argument("slot " + std::to_string(slot) + " is outside the KV cache");
+      if (slot < 0 || slot >= slots)
+        return invalid_argument("slot " + std::to_string(slot) + " is outside the KV cache");
     }
     for (int32_t blk : s.block_table) {
       if (blk < 0 || blk >= kv.spec().num_blocks) return invalid_argument("block table holds an invalid block id");
@@ -63,9 +64,8 @@ void Transformer::attention_block(int layer, const ForwardBatch& b, cpu::KvBuffe
   const int64_t q_dim = static_cast<int64_t>(config_.n_heads) * config_.head_dim;
   const int64_t kv_dim = static_cast<int64_t>(config_.n_kv_heads) * config_.head_dim;
   for (int32_t t = 0; t < n; ++t) k_.rmsnorm(&x_[t * e], w.attn_norm.data(), &xb_[t * e], e, config_.rms_eps);
-  cpu::matmul(pool_, k_, w.wq, xb_.data(), n, q_.data(), scratch_);
-  cpu::matmul(pool_, k_, w.wk, xb_.data(), n, kk_.data(), scratch_);
-  cpu::matmul(pool_, k_, w.wv, xb_.data(), n, vv_.data(), scratch_);
+  const cpu::MatmulTarget qkv[] = {{w.wq, q_.data()}, {w.wk, kk_.data()}, {w.wv, vv_.data()}};
+  cpu::matmul_multi(pool_, k_, qkv, xb_.data(), n, scratch_);
   for (int32_t t = 0; t < n; ++t) {
     float* q = &q_[t * q_dim];
     float* kr = &kk_[t * kv_dim];
@@ -76,11 +76,14 @@ void Transformer::attention_block(int layer, const ForwardBatch& b, cpu::KvBuffe
     }
     if (!w.q_norm.empty()) {
       const int64_t hd = config_.head_dim;
-      for (int h = 0; h < config_.n_heads; ++h) k_.rmsnorm(q + h * hd, w.q_norm.data(), q + h * hd, hd, config_.rms_eps);
-      for (int h = 0; h < config_.n_kv_heads; ++h) k_.rmsnorm(kr + h * hd, w.k_norm.data(), kr + h * hd, hd, config_.rms_eps);
+      for (int h = 0; h < config_.n_heads; ++h)
+        k_.rmsnorm(q + h * hd, w.q_norm.data(), q + h * hd, hd, config_.rms_eps);
+      for (int h = 0; h < config_.n_kv_heads; ++h)
+        k_.rmsnorm(kr + h * hd, w.k_norm.data(), kr + h * hd, hd, config_.rms_eps);
     }
     const int32_t pos = b.positions[static_cast<size_t>(t)];
-    k_.rope(&q_[t * q_dim], config_.n_heads, config_.head_dim, config_.n_rot, pos, inv_freq_.data(), config_.rope_style);
+    k_.rope(&q_[t * q_dim], config_.n_heads, config_.head_dim, config_.n_rot, pos, inv_freq_.data(),
+            config_.rope_style);
     k_.rope(&kk_[t * kv_dim], config_.n_kv_heads, config_.head_dim, config_.n_rot, pos, inv_freq_.data(),
             config_.rope_style);
     const int64_t slot = b.slot_mapping[static_cast<size_t>(t)];
@@ -98,8 +101,8 @@ void Transformer::mlp_block(int layer, int32_t n) {
   const int64_t e = config_.n_embd;
   const int64_t ff = config_.n_ff;
   for (int32_t t = 0; t < n; ++t) k_.rmsnorm(&x_[t * e], w.ffn_norm.data(), &xb_[t * e], e, config_.rms_eps);
-  cpu::matmul(pool_, k_, w.w_gate, xb_.data(), n, gate_.data(), scratch_);
-  cpu::matmul(pool_, k_, w.w_up, xb_.data(), n, up_.data(), scratch_);
+  const cpu::MatmulTarget gate_up[] = {{w.w_gate, gate_.data()}, {w.w_up, up_.data()}};
+  cpu::matmul_multi(pool_, k_, gate_up, xb_.data(), n, scratch_);
   for (int32_t t = 0; t < n; ++t) k_.silu_mul(&gate_[t * ff], &up_[t * ff], &gate_[t * ff], ff);
   cpu::matmul(pool_, k_, w.w_down, gate_.data(), n, xb_.data(), scratch_);
   for (int64_t i = 0; i < n * e; ++i) x_[static_cast<size_t>(i)] += xb_[static_cast<size_t>(i)];

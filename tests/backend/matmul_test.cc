@@ -131,6 +131,43 @@ TEST(Matmul, BatchAndThreadInvariant) {
   }
 }
 
+// matmul_multi equals separate matmul calls bit for bit: stacked matrices of
+// one dtype (one parallel region, odd row counts across the thread split),
+// and a mixed-dtype list (the per-matrix fallback).
+TEST(Matmul, MultiEqualsSeparateCalls) {
+  const int64_t cols = 512;
+  for (DType t : {DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
+    const Matrix a = make_matrix(t, 200, cols, 21), b = make_matrix(t, 37, cols, 22), c = make_matrix(t, 64, cols, 23);
+    const Matrix mixed = make_matrix(t == DType::kQ8_0 ? DType::kQ6_K : DType::kQ8_0, 48, cols, 24);
+    for (Isa isa : supported_isas()) {
+      for (int64_t n_tokens : {1, 9}) {
+        for (int threads : {1, 2, 3}) {
+          SCOPED_TRACE(std::string(dtype_name(t)) + " " + isa_label(isa) + " tokens=" + std::to_string(n_tokens) +
+                       " threads=" + std::to_string(threads));
+          const Kernels& k = kernels_for(isa);
+          ThreadPool pool(threads);
+          std::vector<uint8_t> scratch;
+          const std::vector<float> x = random_floats(n_tokens * cols, 25);
+          const Matrix* ms[] = {&a, &b, &c, &mixed};
+          std::vector<std::vector<float>> expect, got;
+          std::vector<MatmulTarget> targets;
+          for (const Matrix* m : ms) {
+            expect.emplace_back(static_cast<size_t>(n_tokens * m->view.rows));
+            got.emplace_back(expect.back().size(), -1.0f);
+            matmul(pool, k, m->view, x.data(), n_tokens, expect.back().data(), scratch);
+          }
+          for (size_t i = 0; i < 4; ++i) targets.push_back({ms[i]->view, got[i].data()});
+          matmul_multi(pool, k, std::span<const MatmulTarget>(targets.data(), 3), x.data(), n_tokens, scratch);
+          matmul_multi(pool, k, targets, x.data(), n_tokens, scratch);  // mixed dtypes
+          for (size_t i = 0; i < 4; ++i) {
+            EXPECT_EQ(0, std::memcmp(got[i].data(), expect[i].data(), got[i].size() * sizeof(float))) << "matrix " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Matmul, ScratchGrowsAndIsReused) {
   const Matrix m = make_matrix(DType::kQ8_0, 8, 64, 3);
   ThreadPool pool(2);

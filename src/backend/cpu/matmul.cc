@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <type_traits>
 
 #include "core/check.h"
@@ -133,153 +134,174 @@ void for_tokens(ThreadPool& pool, int64_t n_tokens, Fn&& fn) {
   }
 }
 
-void matmul_tiled(ThreadPool& pool, const GemmKernels& g, const MatrixView& w, const float* x, int64_t n_tokens,
-                  float* y, std::vector<uint8_t>& scratch) {
-  const int64_t cols = w.cols;
-  const int64_t rows = w.rows;
-  const auto* wb = static_cast<const uint8_t*>(w.data);
-  const size_t w_row_bytes = dtype_row_bytes(w.dtype, cols);
-  if (w.dtype == DType::kQ8_0 || w.dtype == DType::kQ4_0) {
-    const size_t x_row_bytes = packed_q8x4_row_bytes(cols);
-    uint8_t* packed = aligned_scratch(scratch, x_row_bytes * static_cast<size_t>(n_tokens));  // [n_tokens, groups]
+// The activations in the form the row kernels take: f32 rows as they are,
+// or quantized once per row (Q8_0 / Q8_K blocks, or packed Q8_0 groups for
+// the tile kernels) into `scratch`.
+struct Activations {
+  const uint8_t* data;
+  size_t row_bytes;
+};
+
+Activations prepare_activations(ThreadPool& pool, const Kernels& k, DType w_dtype, bool tiled, const float* x,
+                                int64_t n_tokens, int64_t cols, std::vector<uint8_t>& scratch) {
+  const DType act = dtype_vec_dot_type(w_dtype);
+  if (act == DType::kF32) return {reinterpret_cast<const uint8_t*>(x), static_cast<size_t>(cols) * sizeof(float)};
+  if (tiled) {
+    const size_t row_bytes = packed_q8x4_row_bytes(cols);
+    uint8_t* packed = aligned_scratch(scratch, row_bytes * static_cast<size_t>(n_tokens));  // [n_tokens, groups]
+    const int32_t offset = w_dtype == DType::kQ8_0 ? kQ8Offset : kQ4Offset;
     for_tokens(pool, n_tokens, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
-        g.pack_q8x4(x + t * cols, reinterpret_cast<PackedQ8x4Group*>(packed + static_cast<size_t>(t) * x_row_bytes),
-                    cols, w.dtype == DType::kQ8_0 ? kQ8Offset : kQ4Offset);
+        k.gemm->pack_q8x4(x + t * cols, reinterpret_cast<PackedQ8x4Group*>(packed + static_cast<size_t>(t) * row_bytes),
+                          cols, offset);
       }
     });
-    for_row_chunks(pool, rows, [&](int64_t r0, int64_t r1) {
-      if (w.dtype == DType::kQ8_0) {
-        tiled_rows<BlockQ8_0, PackedQ8x4Group>(g.tile_q8_0, g.quant_rows, g.quant_tokens, kQuantDecodeRows, wb,
-                                               w_row_bytes, packed, x_row_bytes, cols, rows, n_tokens, y, r0, r1);
-      } else {
-        tiled_rows<BlockQ4_0, PackedQ8x4Group>(g.tile_q4_0, g.quant_rows, g.quant_tokens, kQuantDecodeRows, wb,
-                                               w_row_bytes, packed, x_row_bytes, cols, rows, n_tokens, y, r0, r1);
-      }
-    });
-    return;
+    return {packed, row_bytes};
   }
-  const auto* xb = reinterpret_cast<const uint8_t*>(x);
-  const size_t x_row_bytes = static_cast<size_t>(cols) * sizeof(float);
-  for_row_chunks(pool, rows, [&](int64_t r0, int64_t r1) {
-    switch (w.dtype) {
-      case DType::kF32:
-        tiled_rows<float, float>(g.tile_f32, g.float_rows, g.float_tokens, g.float_rows, wb, w_row_bytes, xb,
-                                 x_row_bytes, cols, rows, n_tokens, y, r0, r1);
-        break;
-      case DType::kF16:
-        tiled_rows<uint16_t, float>(g.tile_f16, g.float_rows, g.float_tokens, g.float_rows, wb, w_row_bytes, xb,
-                                    x_row_bytes, cols, rows, n_tokens, y, r0, r1);
-        break;
-      default:
-        tiled_rows<uint16_t, float>(g.tile_bf16, g.float_rows, g.float_tokens, g.float_rows, wb, w_row_bytes, xb,
-                                    x_row_bytes, cols, rows, n_tokens, y, r0, r1);
-        break;
+  const size_t row_bytes = dtype_row_bytes(act, cols);
+  const size_t need = row_bytes * static_cast<size_t>(n_tokens);
+  if (scratch.size() < need) scratch.resize(need);
+  uint8_t* q = scratch.data();  // [n_tokens, row_bytes]
+  for_tokens(pool, n_tokens, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      uint8_t* qt = q + static_cast<size_t>(t) * row_bytes;
+      if (act == DType::kQ8_K) {
+        k.quant->quantize_row_q8_k(x + t * cols, reinterpret_cast<BlockQ8_K*>(qt), cols);
+      } else {
+        k.quantize_row_q8_0(x + t * cols, reinterpret_cast<BlockQ8_0*>(qt), cols);
+      }
     }
   });
+  return {q, row_bytes};
 }
 
-}  // namespace
-
-void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float* x, int64_t n_tokens, float* y,
-            std::vector<uint8_t>& scratch) {
-  if (n_tokens <= 0 || w.rows <= 0) return;
+// Rows [r0, r1) of y[n_tokens, w.rows] = x · wᵀ for every token.
+void compute_matrix_rows(const Kernels& k, bool tiled, const MatrixView& w, const Activations& x, int64_t n_tokens,
+                         float* y, int64_t r0, int64_t r1) {
+  const auto* wb = static_cast<const uint8_t*>(w.data);
+  const size_t w_row_bytes = dtype_row_bytes(w.dtype, w.cols);
   const int64_t cols = w.cols;
   const int64_t rows = w.rows;
-  const DType act = dtype_vec_dot_type(w.dtype);  // activation format of the dot product
-  const bool quantized = act != DType::kF32;
-  TESSERA_CHECK(w.dtype != DType::kQ8_K);  // an activation format, never a weight
-  TESSERA_CHECK(!quantized || cols % dtype_block_elems(w.dtype) == 0);
-  if (k.gemm != nullptr && has_tile_kernel(w.dtype)) {
-    matmul_tiled(pool, *k.gemm, w, x, n_tokens, y, scratch);
-    return;
+  if (tiled) {
+    const GemmKernels& g = *k.gemm;
+    switch (w.dtype) {
+      case DType::kQ8_0:
+        tiled_rows<BlockQ8_0, PackedQ8x4Group>(g.tile_q8_0, g.quant_rows, g.quant_tokens, kQuantDecodeRows, wb,
+                                               w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+        return;
+      case DType::kQ4_0:
+        tiled_rows<BlockQ4_0, PackedQ8x4Group>(g.tile_q4_0, g.quant_rows, g.quant_tokens, kQuantDecodeRows, wb,
+                                               w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+        return;
+      case DType::kF32:
+        tiled_rows<float, float>(g.tile_f32, g.float_rows, g.float_tokens, g.float_rows, wb, w_row_bytes, x.data,
+                                 x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+        return;
+      case DType::kF16:
+        tiled_rows<uint16_t, float>(g.tile_f16, g.float_rows, g.float_tokens, g.float_rows, wb, w_row_bytes, x.data,
+                                    x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+        return;
+      default:
+        tiled_rows<uint16_t, float>(g.tile_bf16, g.float_rows, g.float_tokens, g.float_rows, wb, w_row_bytes, x.data,
+                                    x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+        return;
+    }
   }
-
-  const auto* xb = reinterpret_cast<const uint8_t*>(x);
-  size_t x_row_bytes = static_cast<size_t>(cols) * sizeof(float);
-  if (quantized) {
-    x_row_bytes = dtype_row_bytes(act, cols);
-    const size_t need = x_row_bytes * static_cast<size_t>(n_tokens);
-    if (scratch.size() < need) scratch.resize(need);
-    uint8_t* q = scratch.data();  // [n_tokens, x_row_bytes]
-    auto quantize = [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) {
-        uint8_t* qt = q + static_cast<size_t>(t) * x_row_bytes;
-        if (act == DType::kQ8_K) {
-          k.quant->quantize_row_q8_k(x + t * cols, reinterpret_cast<BlockQ8_K*>(qt), cols);
-        } else {
-          k.quantize_row_q8_0(x + t * cols, reinterpret_cast<BlockQ8_0*>(qt), cols);
-        }
-      }
-    };
-    for_tokens(pool, n_tokens, quantize);
-    xb = q;
-  }
-
-  const auto* wb = static_cast<const uint8_t*>(w.data);
-  const size_t w_row_bytes = dtype_row_bytes(w.dtype, cols);
   // Row groups pay off when the activation row is large (f32 x for float
   // weights: 4 bytes per element next to 2 of weight) or when the weights
   // come from cache (prefill tiles). Measured on Zen 4, streaming quantized
   // rows from DRAM one at a time is faster: their Q8_0 x row is small and
   // stays in L1 anyway. Either choice gives bit-identical results.
+  const bool quantized = dtype_vec_dot_type(w.dtype) != DType::kF32;
   const bool multi_row_kernel = w.dtype == DType::kQ8_0 || w.dtype == DType::kQ4_0 || !quantized;
   const bool group_rows = multi_row_kernel && (!quantized || n_tokens > 1);
-  auto body = [&](int64_t r0, int64_t r1) {
-    auto run = [&](auto dot, auto dot_rows) {
-      compute_rows(dot, dot_rows, wb, w_row_bytes, xb, x_row_bytes, cols, rows, n_tokens, y, r0, r1, group_rows);
-    };
-    // Formats without a multi-row kernel: one dot product per row.
-    auto run_single = [&](auto dot) {
-      using Dot = decltype(dot);
-      run(dot, static_cast<void (*)(first_arg_t<Dot>, int64_t, second_arg_t<Dot>, int64_t, float*)>(nullptr));
-    };
-    switch (w.dtype) {
-      case DType::kF32:
-        run(k.dot_f32, k.dot_rows_f32);
-        break;
-      case DType::kF16:
-        run(k.dot_f16, k.dot_rows_f16);
-        break;
-      case DType::kBF16:
-        run(k.dot_bf16, k.dot_rows_bf16);
-        break;
-      case DType::kQ8_0:
-        run(k.dot_q8_0, k.dot_rows_q8_0);
-        break;
-      case DType::kQ4_0:
-        run(k.dot_q4_0, k.dot_rows_q4_0);
-        break;
-      case DType::kQ4_1:
-        run_single(k.quant->dot_q4_1);
-        break;
-      case DType::kQ5_0:
-        run_single(k.quant->dot_q5_0);
-        break;
-      case DType::kQ5_1:
-        run_single(k.quant->dot_q5_1);
-        break;
-      case DType::kQ2_K:
-        run_single(k.quant->dot_q2_k);
-        break;
-      case DType::kQ3_K:
-        run_single(k.quant->dot_q3_k);
-        break;
-      case DType::kQ4_K:
-        run_single(k.quant->dot_q4_k);
-        break;
-      case DType::kQ5_K:
-        run_single(k.quant->dot_q5_k);
-        break;
-      case DType::kQ6_K:
-        run_single(k.quant->dot_q6_k);
-        break;
-      case DType::kQ8_K:
-        break;  // rejected above
-    }
+  auto run = [&](auto dot, auto dot_rows) {
+    compute_rows(dot, dot_rows, wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1, group_rows);
   };
+  // Formats without a multi-row kernel: one dot product per row.
+  auto run_single = [&](auto dot) {
+    using Dot = decltype(dot);
+    run(dot, static_cast<void (*)(first_arg_t<Dot>, int64_t, second_arg_t<Dot>, int64_t, float*)>(nullptr));
+  };
+  switch (w.dtype) {
+    case DType::kF32:
+      run(k.dot_f32, k.dot_rows_f32);
+      return;
+    case DType::kF16:
+      run(k.dot_f16, k.dot_rows_f16);
+      return;
+    case DType::kBF16:
+      run(k.dot_bf16, k.dot_rows_bf16);
+      return;
+    case DType::kQ8_0:
+      run(k.dot_q8_0, k.dot_rows_q8_0);
+      return;
+    case DType::kQ4_0:
+      run(k.dot_q4_0, k.dot_rows_q4_0);
+      return;
+    case DType::kQ4_1:
+      run_single(k.quant->dot_q4_1);
+      return;
+    case DType::kQ5_0:
+      run_single(k.quant->dot_q5_0);
+      return;
+    case DType::kQ5_1:
+      run_single(k.quant->dot_q5_1);
+      return;
+    case DType::kQ2_K:
+      run_single(k.quant->dot_q2_k);
+      return;
+    case DType::kQ3_K:
+      run_single(k.quant->dot_q3_k);
+      return;
+    case DType::kQ4_K:
+      run_single(k.quant->dot_q4_k);
+      return;
+    case DType::kQ5_K:
+      run_single(k.quant->dot_q5_k);
+      return;
+    case DType::kQ6_K:
+      run_single(k.quant->dot_q6_k);
+      return;
+    case DType::kQ8_K:
+      return;  // rejected by matmul_multi
+  }
+}
 
-  for_row_chunks(pool, rows, body);
+}  // namespace
+
+void matmul_multi(ThreadPool& pool, const Kernels& k, std::span<const MatmulTarget> targets, const float* x,
+                  int64_t n_tokens, std::vector<uint8_t>& scratch) {
+  if (n_tokens <= 0 || targets.empty()) return;
+  const MatrixView& w0 = targets.front().w;
+  const bool shared = std::all_of(targets.begin(), targets.end(),
+                                  [&](const MatmulTarget& t) { return t.w.dtype == w0.dtype && t.w.cols == w0.cols; });
+  if (!shared) {
+    for (const MatmulTarget& t : targets)
+      matmul_multi(pool, k, std::span<const MatmulTarget>(&t, 1), x, n_tokens, scratch);
+    return;
+  }
+  TESSERA_CHECK(w0.dtype != DType::kQ8_K);  // an activation format, never a weight
+  TESSERA_CHECK(dtype_vec_dot_type(w0.dtype) == DType::kF32 || w0.cols % dtype_block_elems(w0.dtype) == 0);
+  const bool tiled = k.gemm != nullptr && has_tile_kernel(w0.dtype);
+  const Activations act = prepare_activations(pool, k, w0.dtype, tiled, x, n_tokens, w0.cols, scratch);
+  int64_t total = 0;
+  for (const MatmulTarget& t : targets) total += std::max<int64_t>(0, t.w.rows);
+  // One parallel region over the rows of all matrices, as if stacked.
+  for_row_chunks(pool, total, [&](int64_t g0, int64_t g1) {
+    int64_t offset = 0;
+    for (const MatmulTarget& t : targets) {
+      const int64_t lo = std::max(g0, offset), hi = std::min(g1, offset + t.w.rows);
+      if (lo < hi) compute_matrix_rows(k, tiled, t.w, act, n_tokens, t.y, lo - offset, hi - offset);
+      offset += std::max<int64_t>(0, t.w.rows);
+    }
+  });
+}
+
+void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float* x, int64_t n_tokens, float* y,
+            std::vector<uint8_t>& scratch) {
+  const MatmulTarget target{w, y};
+  matmul_multi(pool, k, std::span<const MatmulTarget>(&target, 1), x, n_tokens, scratch);
 }
 
 }  // namespace tessera::cpu

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "backend/cpu/kernels.h"
@@ -42,5 +43,20 @@ struct MatrixView {
 // across calls). Q8_K is an activation format and not accepted as weights.
 void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float* x, int64_t n_tokens, float* y,
             std::vector<uint8_t>& scratch);
+
+// One weight matrix and its output y[n_tokens, w.rows] (caller-owned).
+struct MatmulTarget {
+  MatrixView w;
+  float* y;
+};
+
+// The products of several matrices with the same activations (Q, K and V;
+// gate and up): targets[i].y = x · targets[i].wᵀ. When the matrices share
+// dtype and cols, x is quantized once and one parallel region covers the
+// rows of all of them as if stacked, so small matrices do not each pay a
+// thread wake-up; otherwise it is one matmul per target. Every y is
+// bit-identical to what matmul gives for that matrix alone.
+void matmul_multi(ThreadPool& pool, const Kernels& k, std::span<const MatmulTarget> targets, const float* x,
+                  int64_t n_tokens, std::vector<uint8_t>& scratch);
 
 }  // namespace tessera::cpu
