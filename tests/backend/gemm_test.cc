@@ -198,6 +198,12 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
             ASSERT_NEAR(one[static_cast<size_t>(k * p.rows + r)], dot, 1e-5 * mag + 1e-30) << "r=" << r << " t=" << k;
           }
         }
+        if (is_quant(t)) {
+          // Decode form: one token, all rows in one call.
+          std::vector<float> y(one.size(), std::nanf(""));
+          for (int64_t k = 0; k < p.tokens; ++k) run_tile(*g, p, a, 0, static_cast<int>(p.rows), k, 1, y.data());
+          ASSERT_EQ(0, std::memcmp(y.data(), one.data(), y.size() * sizeof(float))) << "one token, all rows";
+        }
         for (int tr = 1; tr <= max_r; ++tr) {
           for (int tt = 1; tt <= max_t; ++tt) {
             const std::vector<float> y = run_with_shape(*g, p, a, tr, tt);
