@@ -67,58 +67,34 @@ struct WeightGroup {
   __m512 d;
 };
 
-// Word-index tables for the group loaders below. A group of four blocks is
-// loaded as a few unaligned 64-byte vectors inside the group's bytes (never
-// past them) and its quants and scales are gathered with one 16-bit
-// permute each (AVX512BW), instead of per-block loads and inserts.
-struct GroupIndex {
-  __m512i q4_qs, q4_d;
-  __m512i q8_lo, q8_hi, q8_d;
-};
-
-GroupIndex make_group_index() {
-  alignas(64) int16_t q4_qs[32], q4_d[32], q8_lo[32], q8_hi[32], q8_d[32];
-  for (int m = 0; m < 32; ++m) {
-    const int k = m / 8, i = m % 8;
-    // Q4_0 (18-byte blocks, 36 words per group): A = words 0..31, B = words 4..35.
-    const int w4 = 9 * k + 1 + i;
-    q4_qs[m] = static_cast<int16_t>(w4 < 32 ? w4 : 32 + (w4 - 4));
-    q4_d[m] = static_cast<int16_t>(9 * (m / 4 < 4 ? m / 4 : 0));
-    // Q8_0 (34-byte blocks, 68 words per group): lo from A = words 0..31 and
-    // B = 32..63; hi from X = words 4..35 and C = 36..67.
-    q8_lo[m] = static_cast<int16_t>(17 * k + 1 + i);
-    const int wh = 17 * k + 9 + i;
-    q8_hi[m] = static_cast<int16_t>(wh < 36 ? wh - 4 : 32 + (wh - 36));
-    q8_d[m] = static_cast<int16_t>(17 * (m / 4 < 4 ? m / 4 : 0));
-  }
-  auto load = [](const int16_t* v) { return _mm512_load_si512(v); };
-  return {load(q4_qs), load(q4_d), load(q8_lo), load(q8_hi), load(q8_d)};
+__m128i load128(const void* p) {
+  return _mm_loadu_si128(static_cast<const __m128i*>(p));
+}
+__m256i load256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
 
-const GroupIndex& group_index() {
-  static const GroupIndex idx = make_group_index();
-  return idx;
-}
-
-__m512i load512(const void* p) {
-  return _mm512_loadu_si512(p);
-}
-// f32 scales from the low 16 words of v (four f16 scales, each repeated 4 times).
-__m512 widen_scales(__m512i v) {
-  return _mm512_cvtph_ps(_mm512_castsi512_si256(v));
+// The four f16 scales of blocks w[0..3] widened to lanes 4k..4k+3, packed in
+// general-purpose registers first (keeps the vector ports, the decode
+// bottleneck, for the products).
+template <typename Block>
+__m512 gpr_scales(const Block* w) {
+  const uint64_t bits = uint64_t{w[0].d} | uint64_t{w[1].d} << 16 | uint64_t{w[2].d} << 32 | uint64_t{w[3].d} << 48;
+  const __m128 d4 = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(bits)));
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                               _mm512_castps128_ps512(d4));
 }
 
 // Q8_0 weights: u = w + 128 (xor of the sign bit); the product's excess
 // 128 * sum(x) is cancelled by the seed offset_sum (packed with kQ8Offset).
 struct Q8Rows {
   using Block = BlockQ8_0;
-  static WeightGroup load(const BlockQ8_0* w, const GroupIndex& ix) {
-    const auto* p = reinterpret_cast<const uint8_t*>(w);  // 136 bytes
-    const __m512i a = load512(p), b = load512(p + 64), x = load512(p + 8), c = load512(p + 72);
+  static WeightGroup load(const BlockQ8_0* w) {
+    const __m512i z01 = _mm512_inserti64x4(_mm512_castsi256_si512(load256(w[0].qs)), load256(w[1].qs), 1);
+    const __m512i z23 = _mm512_inserti64x4(_mm512_castsi256_si512(load256(w[2].qs)), load256(w[3].qs), 1);
     const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-    return {_mm512_xor_si512(_mm512_permutex2var_epi16(a, ix.q8_lo, b), bias),
-            _mm512_xor_si512(_mm512_permutex2var_epi16(x, ix.q8_hi, c), bias),
-            widen_scales(_mm512_permutex2var_epi16(a, ix.q8_d, b))};
+    return {_mm512_xor_si512(_mm512_shuffle_i64x2(z01, z23, _MM_SHUFFLE(2, 0, 2, 0)), bias),
+            _mm512_xor_si512(_mm512_shuffle_i64x2(z01, z23, _MM_SHUFFLE(3, 1, 3, 1)), bias), gpr_scales(w)};
   }
 };
 
@@ -126,23 +102,23 @@ struct Q8Rows {
 // (packed with kQ4Offset) cancels 8 * sum(x). Low nibbles are elements 0..15, high nibbles 16..31.
 struct Q4Rows {
   using Block = BlockQ4_0;
-  static WeightGroup load(const BlockQ4_0* w, const GroupIndex& ix) {
-    const auto* p = reinterpret_cast<const uint8_t*>(w);  // 72 bytes
-    const __m512i a = load512(p), b = load512(p + 8);
-    const __m512i q = _mm512_permutex2var_epi16(a, ix.q4_qs, b);
+  static WeightGroup load(const BlockQ4_0* w) {
+    __m512i q = _mm512_castsi128_si512(load128(w[0].qs));
+    q = _mm512_inserti32x4(q, load128(w[1].qs), 1);
+    q = _mm512_inserti32x4(q, load128(w[2].qs), 2);
+    q = _mm512_inserti32x4(q, load128(w[3].qs), 3);
     const __m512i m4 = _mm512_set1_epi8(0x0f);
-    return {_mm512_and_si512(q, m4), _mm512_and_si512(_mm512_srli_epi16(q, 4), m4),
-            widen_scales(_mm512_permutexvar_epi16(ix.q4_d, a))};
+    return {_mm512_and_si512(q, m4), _mm512_and_si512(_mm512_srli_epi16(q, 4), m4), gpr_scales(w)};
   }
 };
 
 // A tail group of `have` < 4 blocks, copied so the loader never reads past the row.
 template <typename Rows>
-WeightGroup load_tail(const typename Rows::Block* w, int have, const GroupIndex& ix) {
+WeightGroup load_tail(const typename Rows::Block* w, int have) {
   typename Rows::Block blk[4];
   std::memset(blk, 0, sizeof(blk));  // zero scale (f16 +0) and, for Q4_0, u = 0
   std::memcpy(blk, w, sizeof(blk[0]) * static_cast<size_t>(have));
-  WeightGroup g = Rows::load(blk, ix);
+  WeightGroup g = Rows::load(blk);
   // The zeroed blocks decode to u = 128 (Q8_0) or u = 0 (Q4_0), not w = 0:
   // clear their lanes (their activation blocks are zero as well).
   const __mmask64 keep = (__mmask64{1} << (16 * have)) - 1;
@@ -164,7 +140,6 @@ void tile_quant(const typename Rows::Block* w, int64_t w_stride, const PackedQ8x
   const int64_t nb = n / kQuantBlockElems;
   const int64_t full = nb / 4;
   const int tail = static_cast<int>(nb % 4);
-  const GroupIndex& ix = group_index();
   const typename Rows::Block* wr[R];
   const PackedQ8x4Group* xt[T];
   for (int r = 0; r < R; ++r) wr[r] = advance(w, r * w_stride);
@@ -179,7 +154,7 @@ void tile_quant(const typename Rows::Block* w, int64_t w_stride, const PackedQ8x
   for (int64_t g = 0; g < groups; ++g) {
     WeightGroup wg[R];
     for (int r = 0; r < R; ++r) {
-      wg[r] = g < full ? Rows::load(wr[r] + 4 * g, ix) : load_tail<Rows>(wr[r] + 4 * g, tail, ix);
+      wg[r] = g < full ? Rows::load(wr[r] + 4 * g) : load_tail<Rows>(wr[r] + 4 * g, tail);
     }
     for (int t = 0; t < T; ++t) {
       const PackedQ8x4Group& xg = xt[t][g];
