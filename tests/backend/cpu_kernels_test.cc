@@ -56,9 +56,12 @@ DotRef dot_ref(const std::vector<float>& w, const std::vector<float>& x) {
 float call_dot(const Kernels& k, DType t, const Row& w, const std::vector<float>& x, const std::vector<uint8_t>& xq) {
   const auto n = static_cast<int64_t>(x.size());
   switch (t) {
-    case DType::kF32: return k.dot_f32(reinterpret_cast<const float*>(w.bytes.data()), x.data(), n);
-    case DType::kF16: return k.dot_f16(reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), n);
-    case DType::kBF16: return k.dot_bf16(reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), n);
+    case DType::kF32:
+      return k.dot_f32(reinterpret_cast<const float*>(w.bytes.data()), x.data(), n);
+    case DType::kF16:
+      return k.dot_f16(reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), n);
+    case DType::kBF16:
+      return k.dot_bf16(reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), n);
     case DType::kQ8_0:
       return k.dot_q8_0(reinterpret_cast<const BlockQ8_0*>(w.bytes.data()),
                         reinterpret_cast<const BlockQ8_0*>(xq.data()), n);
@@ -115,11 +118,16 @@ void call_dot_rows(const Kernels& k, DType t, const uint8_t* w, int64_t stride, 
   const auto n = static_cast<int64_t>(x.size());
   const auto* q = reinterpret_cast<const BlockQ8_0*>(xq.data());
   switch (t) {
-    case DType::kF32: return k.dot_rows_f32(reinterpret_cast<const float*>(w), stride, x.data(), n, out);
-    case DType::kF16: return k.dot_rows_f16(reinterpret_cast<const uint16_t*>(w), stride, x.data(), n, out);
-    case DType::kBF16: return k.dot_rows_bf16(reinterpret_cast<const uint16_t*>(w), stride, x.data(), n, out);
-    case DType::kQ8_0: return k.dot_rows_q8_0(reinterpret_cast<const BlockQ8_0*>(w), stride, q, n, out);
-    case DType::kQ4_0: return k.dot_rows_q4_0(reinterpret_cast<const BlockQ4_0*>(w), stride, q, n, out);
+    case DType::kF32:
+      return k.dot_rows_f32(reinterpret_cast<const float*>(w), stride, x.data(), n, out);
+    case DType::kF16:
+      return k.dot_rows_f16(reinterpret_cast<const uint16_t*>(w), stride, x.data(), n, out);
+    case DType::kBF16:
+      return k.dot_rows_bf16(reinterpret_cast<const uint16_t*>(w), stride, x.data(), n, out);
+    case DType::kQ8_0:
+      return k.dot_rows_q8_0(reinterpret_cast<const BlockQ8_0*>(w), stride, q, n, out);
+    case DType::kQ4_0:
+      return k.dot_rows_q4_0(reinterpret_cast<const BlockQ4_0*>(w), stride, q, n, out);
     case DType::kQ4_1:
     case DType::kQ5_0:
     case DType::kQ5_1:
@@ -201,11 +209,26 @@ TEST(CpuKernels, QuantizeRowQ8_0IsBitIdenticalToReference) {
 
 TEST(CpuKernels, F32ToF16RowMatchesCoreConversion) {
   std::vector<float> x = random_floats(4096, 7, 100.0f);
-  const float specials[] = {0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, -65520.0f, 1e-8f, 5.96e-8f, 2.98e-8f,
-                            6.1e-5f, -3.1e-5f, 1.0009765625f, 1.00048828125f, 1.00146484375f,
-                            std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
-                            std::bit_cast<float>(0x7f800001u), std::bit_cast<float>(0xffc12345u)};
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            65504.0f,
+                            65519.0f,
+                            65520.0f,
+                            -65520.0f,
+                            1e-8f,
+                            5.96e-8f,
+                            2.98e-8f,
+                            6.1e-5f,
+                            -3.1e-5f,
+                            1.0009765625f,
+                            1.00048828125f,
+                            1.00146484375f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            -std::numeric_limits<float>::quiet_NaN(),
+                            std::bit_cast<float>(0x7f800001u),
+                            std::bit_cast<float>(0xffc12345u)};
   for (size_t i = 0; i < std::size(specials); ++i) x[i * 3] = specials[i];
   for (Isa isa : supported_isas()) {
     for (int64_t n : kFloatSizes) {
@@ -300,6 +323,27 @@ TEST(CpuKernels, Softmax) {
       }
       if (n > 3) {
         EXPECT_EQ(x[1], 0.0f);
+      }
+    }
+  }
+}
+
+// exp_shift against double-precision exp, with a masked (-inf) score.
+TEST(CpuKernels, ExpShift) {
+  for (int64_t n : kFloatSizes) {
+    std::vector<float> x0 = random_floats(n, 43, 5.0f);
+    if (n > 3) x0[2] = -std::numeric_limits<float>::infinity();
+    const float shift = 1.5f;
+    for (Isa isa : supported_isas()) {
+      SCOPED_TRACE(isa_label(isa) + " n=" + std::to_string(n));
+      std::vector<float> x = x0;
+      kernels_for(isa).exp_shift(x.data(), shift, n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double e = std::exp(static_cast<double>(x0[i] - shift));  // the f32 difference, as the kernels
+        EXPECT_NEAR(x[i], e, 4e-7 * e + 1e-30);                         // ~2 ulp
+      }
+      if (n > 3) {
+        EXPECT_EQ(x[2], 0.0f);
       }
     }
   }

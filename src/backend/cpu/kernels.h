@@ -77,10 +77,12 @@ struct Kernels {
   void (*silu_mul)(const float* gate, const float* up, float* y, int64_t n);
   // In-place softmax over x[n] (max-subtracted).
   void (*softmax)(float* x, int64_t n);
+  // x[i] = exp(x[i] - shift) in place (-inf gives 0); attention's
+  // online-softmax weights. SIMD paths agree with the scalar one to ~2 ulp.
+  void (*exp_shift)(float* x, float shift, int64_t n);
   // Rotates x[n_heads, head_dim] in place for position `pos`: the first n_rot
   // dims of each head, pair i by angle pos * inv_freq[i] (inv_freq[n_rot/2]).
-  void (*rope)(float* x, int n_heads, int head_dim, int n_rot, int32_t pos, const float* inv_freq,
-               RopeStyle style);
+  void (*rope)(float* x, int n_heads, int head_dim, int n_rot, int32_t pos, const float* inv_freq, RopeStyle style);
 
   // Sum of x[n]: the read loop of the memory-bandwidth probe (bandwidth.h).
   float (*sum_f32)(const float* x, int64_t n);

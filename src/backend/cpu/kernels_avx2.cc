@@ -26,7 +26,9 @@ float hmax(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+float half_to_float(uint16_t h) {
+  return _cvtsh_ss(h);
+}
 
 // Round to nearest even, as fp32_to_fp16 (_cvtss_sh is a compound-literal
 // macro under Clang, which -Wpedantic rejects in C++).
@@ -88,8 +90,12 @@ void dot_rows_float(const T* w, int64_t row_stride, const float* x, int64_t n, f
   }
 }
 
-__m256 load_f32(const float* p) { return _mm256_loadu_ps(p); }
-float f32_value(float f) { return f; }
+__m256 load_f32(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+float f32_value(float f) {
+  return f;
+}
 float bf16_value(uint16_t h) {
   const uint32_t u = static_cast<uint32_t>(h) << 16;
   float f;
@@ -123,7 +129,9 @@ void dot_rows_bf16(const uint16_t* w, int64_t s, const float* x, int64_t n, floa
   for (int r = 0; r < kDotRows; r += 2) dot_rows_float<2>(row_at(w, s, r), s, x, n, out + r, load_bf16, bf16_value);
 }
 
-__m256i load_q8(const int8_t* qs) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs)); }
+__m256i load_q8(const int8_t* qs) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
+}
 
 // Per-block int32 lane sums (lane j = products 4j..4j+3, exact). maddubs
 // multiplies unsigned by signed bytes, so the weight's sign moves onto x:
@@ -273,8 +281,8 @@ void scale(float* y, float a, int64_t n) {
 __m128i to_f16_canonical(__m256 v) {
   const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
   const __m128i is_nan = _mm_cmpgt_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7fff)), _mm_set1_epi16(0x7c00));
-  const __m128i qnan = _mm_or_si128(_mm_and_si128(h, _mm_set1_epi16(static_cast<int16_t>(0x8000))),
-                                    _mm_set1_epi16(0x7e00));
+  const __m128i qnan =
+      _mm_or_si128(_mm_and_si128(h, _mm_set1_epi16(static_cast<int16_t>(0x8000))), _mm_set1_epi16(0x7e00));
   return _mm_blendv_epi8(h, qnan, is_nan);
 }
 
@@ -310,8 +318,8 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps) {
 __m256 exp256(__m256 x) {
   const __m256 lo = _mm256_set1_ps(-87.33654f);
   const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), _mm256_set1_ps(88.0f));
-  const __m256 nf = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 nf =
+      _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(nf, _mm256_set1_ps(0.693359375f), xc);
   r = _mm256_fnmadd_ps(nf, _mm256_set1_ps(-2.12194440e-4f), r);
   __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
@@ -336,6 +344,13 @@ void silu_mul(const float* gate, const float* up, float* y, int64_t n) {
     _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_div_ps(g, den), _mm256_loadu_ps(up + i)));
   }
   for (; i < n; ++i) y[i] = gate[i] / (1.0f + __builtin_expf(-gate[i])) * up[i];
+}
+
+void exp_shift(float* x, float shift, int64_t n) {
+  const __m256 m = _mm256_set1_ps(shift);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), m)));
+  for (; i < n; ++i) x[i] = __builtin_expf(x[i] - shift);
 }
 
 void softmax(float* x, int64_t n) {
@@ -397,6 +412,7 @@ const Kernels& avx2_kernels() {
       .rmsnorm = rmsnorm,
       .silu_mul = silu_mul,
       .softmax = softmax,
+      .exp_shift = exp_shift,
       .rope = rope_scalar,
       .sum_f32 = sum_f32,
       .quant = &kQuantAvx2,

@@ -18,7 +18,9 @@
 namespace tessera::cpu::detail {
 namespace {
 
-float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+float half_to_float(uint16_t h) {
+  return _cvtsh_ss(h);
+}
 
 // Round to nearest even, as fp32_to_fp16 (_cvtss_sh is a compound-literal
 // macro under Clang, which -Wpedantic rejects in C++).
@@ -31,8 +33,12 @@ __mmask16 tail_mask(int64_t rem) {
   return rem >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << rem) - 1u);
 }
 
-__m512 load_f32(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
-__m512 load_f16(const uint16_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+__m512 load_f32(const float* p, __mmask16 m) {
+  return _mm512_maskz_loadu_ps(m, p);
+}
+__m512 load_f16(const uint16_t* p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
 __m512 load_bf16(const uint16_t* p, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
 }
@@ -70,7 +76,8 @@ void dot_rows_float(const T* w, int64_t row_stride, const float* x, int64_t n, f
     for (int r = 0; r < R; ++r) acc[r][0] = _mm512_fmadd_ps(load_w(wr[r] + i, m), xv, acc[r][0]);
   }
   for (int r = 0; r < R; ++r) {
-    out[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_add_ps(acc[r][2], acc[r][3])));
+    out[r] =
+        _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_add_ps(acc[r][2], acc[r][3])));
   }
 }
 
@@ -99,7 +106,9 @@ void dot_rows_bf16(const uint16_t* w, int64_t s, const float* x, int64_t n, floa
   dot_rows_float<kDotRows>(w, s, x, n, out, load_bf16);
 }
 
-__m256i load_q8(const int8_t* qs) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs)); }
+__m256i load_q8(const int8_t* qs) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
+}
 
 float hsum256(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -304,7 +313,8 @@ void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = float_to_half(d);
     const __m512 vid = _mm512_set1_ps(id);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), _mm512_cvtepi32_epi8(round_half_away(_mm512_mul_ps(v0, vid))));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs),
+                     _mm512_cvtepi32_epi8(round_half_away(_mm512_mul_ps(v0, vid))));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16),
                      _mm512_cvtepi32_epi8(round_half_away(_mm512_mul_ps(v1, vid))));
   }
@@ -392,10 +402,19 @@ void silu_mul(const float* gate, const float* up, float* y, int64_t n) {
   }
 }
 
+void exp_shift(float* x, float shift, int64_t n) {
+  const __m512 m = _mm512_set1_ps(shift);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = tail_mask(n - i);
+    _mm512_mask_storeu_ps(x + i, k, exp512(_mm512_sub_ps(load_f32(x + i, k), m)));
+  }
+}
+
 void softmax(float* x, int64_t n) {
   if (n <= 0) return;
   __m512 vmax = _mm512_set1_ps(x[0]);
-  for (int64_t i = 0; i < n; i += 16) vmax = _mm512_mask_max_ps(vmax, tail_mask(n - i), vmax, _mm512_maskz_loadu_ps(tail_mask(n - i), x + i));
+  for (int64_t i = 0; i < n; i += 16)
+    vmax = _mm512_mask_max_ps(vmax, tail_mask(n - i), vmax, _mm512_maskz_loadu_ps(tail_mask(n - i), x + i));
   const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
   __m512 vsum = _mm512_setzero_ps();
   for (int64_t i = 0; i < n; i += 16) {
@@ -443,6 +462,7 @@ const Kernels& avx512_kernels() {
       .rmsnorm = rmsnorm,
       .silu_mul = silu_mul,
       .softmax = softmax,
+      .exp_shift = exp_shift,
       .rope = rope_scalar,
       .sum_f32 = sum_f32,
       .quant = &kQuantAvx512,

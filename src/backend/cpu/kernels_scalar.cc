@@ -51,7 +51,7 @@ float dot_q4_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n) {
     int32_t sumi = 0;
     for (int i = 0; i < kQuantBlockElems / 2; ++i) {
       const int32_t lo = (w[b].qs[i] & 0x0f) - 8;  // element i
-      const int32_t hi = (w[b].qs[i] >> 4) - 8;  // element i + 16
+      const int32_t hi = (w[b].qs[i] >> 4) - 8;    // element i + 16
       sumi += lo * x[b].qs[i] + hi * x[b].qs[i + 16];
     }
     sum += static_cast<float>(sumi) * (fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d));
@@ -104,6 +104,10 @@ void silu_mul(const float* gate, const float* up, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+void exp_shift(float* x, float shift, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = std::exp(x[i] - shift);
+}
+
 void softmax(float* x, int64_t n) {
   if (n <= 0) return;
   float max = x[0];
@@ -125,8 +129,7 @@ float sum_f32(const float* x, int64_t n) {
 
 }  // namespace
 
-void rope_scalar(float* x, int n_heads, int head_dim, int n_rot, int32_t pos, const float* inv_freq,
-                 RopeStyle style) {
+void rope_scalar(float* x, int n_heads, int head_dim, int n_rot, int32_t pos, const float* inv_freq, RopeStyle style) {
   const int half = n_rot / 2;
   for (int i = 0; i < half; ++i) {
     // f32 angle, as the Hugging Face reference computes it.
@@ -165,6 +168,7 @@ const Kernels& scalar_kernels() {
       .rmsnorm = rmsnorm,
       .silu_mul = silu_mul,
       .softmax = softmax,
+      .exp_shift = exp_shift,
       .rope = rope_scalar,
       .sum_f32 = sum_f32,
       .quant = &kQuantScalar,
