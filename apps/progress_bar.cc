@@ -21,7 +21,7 @@ std::string ProgressBar::render(std::string_view label, int64_t done, int64_t to
   const int64_t filled = total > 0 ? std::clamp<int64_t>(done * kWidth / total, 0, kWidth) : kWidth;
   std::string line = fmt::format("{} [{}{}] {}/{} {:.1f} s", label, std::string(static_cast<size_t>(filled), '#'),
                                  std::string(static_cast<size_t>(kWidth - filled), ' '), done, total, elapsed_s);
-  if (!detail.empty()) fmt::format_to(std::back_inserter(line), " {}", detail);
+  if (!detail.empty()) line += fmt::format(" {}", detail);
   return line;
 }
 
