@@ -194,24 +194,34 @@ test("raw protocol: 400 body shape, 404 unknown model, SSE framing", async () =>
 test("256 concurrent streaming requests all succeed; /health answers meanwhile", async () => {
   const kStreams = 256;
   const one = async (i) => {
-    const r = await post("/v1/completions", { model, prompt: `Once upon a time ${i}`, max_tokens: 16, stream: true, seed: i });
+    const r = await post("/v1/completions", { model, prompt: `Once upon a time ${i}`, max_tokens: 64, stream: true, seed: i });
     const text = await r.text();
     return r.status === 200 && text.trimEnd().endsWith("data: [DONE]") ? null : `${r.status}: ${text.slice(0, 200)}`;
   };
   const all = Promise.all(Array.from({ length: kStreams }, (_, i) => one(i)));
+  // /health is probed by curl in its own process, which times the request
+  // itself (time_total): timing it from this event loop would add the time the
+  // loop spends on the 256 streams it is itself reading.
+  const probe = async () => {
+    const { stdout } = await promisify(execFile)("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code} %{time_total}",
+                                                          `${base}/health`]);
+    const [code, seconds] = stdout.trim().split(" ");
+    return { code: Number(code), ms: Number(seconds) * 1000 };
+  };
   const healthMs = [];
   let done = false;
   all.finally(() => (done = true));
   while (!done) {
-    const t0 = performance.now();
-    const h = await fetch(`${base}/health`);
-    healthMs.push(performance.now() - t0);
-    assert.equal(h.status, 200);
+    const h = await probe();
+    assert.equal(h.code, 200);
+    healthMs.push(h.ms);
     await new Promise((r) => setTimeout(r, 20));
   }
   const failures = (await all).filter((f) => f !== null);
   assert.deepEqual(failures, []);
   assert.ok(healthMs.length >= 5, `only ${healthMs.length} /health probes ran during the load`);
+  // Median and P90 rather than the maximum: on a shared 2-core VM a single
+  // probe can wait out another process's time slice.
   const sorted = [...healthMs].sort((a, b) => a - b);
   const median = sorted[Math.floor(sorted.length / 2)];
   const p90 = sorted[Math.floor(sorted.length * 0.9)];
