@@ -5,6 +5,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
 
@@ -118,11 +119,21 @@ StreamTiming stream_completion(const ServerUrl& url, const std::string& body) {
     http::write(sock, make_request(url, "POST", "/v1/completions", body));
     beast::flat_buffer buffer;
     http::response_parser<http::buffer_body> parser;
-    parser.body_limit(boost::none);
+    // No limit on a stream's length. Not boost::none: Boost 1.74 compares a
+    // Content-Length against an empty optional as "over the limit".
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
     http::read_header(sock, buffer, parser);
     const int status = static_cast<int>(parser.get().result_int());
+    if (status != 200) {
+      // An error answer is a small JSON body: read it whole as a string.
+      http::response_parser<http::string_body> error_parser(std::move(parser));
+      beast::error_code ec;
+      http::read(sock, buffer, error_parser, ec);
+      t.e2e = seconds_since(t0);
+      t.error = "HTTP " + std::to_string(status) + ": " + error_parser.get().body().substr(0, 200);
+      return t;
+    }
     std::string pending;  // bytes of events not yet terminated by a blank line
-    std::string error_body;
     double last_text = -1;
     bool done = false;
     char chunk[16384];
@@ -134,10 +145,6 @@ StreamTiming stream_completion(const ServerUrl& url, const std::string& body) {
       if (ec == http::error::need_buffer) ec = {};
       if (ec) throw beast::system_error(ec);
       const size_t n = sizeof chunk - parser.get().body().size;
-      if (status != 200) {
-        error_body.append(chunk, n);
-        continue;
-      }
       pending.append(chunk, n);
       const double now = seconds_since(t0);
       for (size_t end; (end = pending.find("\n\n")) != std::string::npos;) {
@@ -146,9 +153,7 @@ StreamTiming stream_completion(const ServerUrl& url, const std::string& body) {
       }
     }
     t.e2e = seconds_since(t0);
-    if (status != 200) {
-      t.error = "HTTP " + std::to_string(status) + ": " + error_body.substr(0, 200);
-    } else if (!done) {
+    if (!done) {
       t.error = "stream ended without [DONE]" + (t.error.empty() ? "" : ": " + t.error);
     } else if (t.error.empty()) {
       t.ok = true;

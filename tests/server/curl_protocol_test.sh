@@ -159,10 +159,13 @@ if "$BIN" bench-serve --url "$URL" --api-key "$KEY" --concurrency 2 --num-prompt
 else
   fail "bench-serve --api-key: $(cat "$WORK/bench.txt")"
 fi
-if "$BIN" bench-serve --url "$URL" --concurrency 1 --num-prompts 1 --input-len 8 --output-len 4 >"$WORK/bench.txt" 2>&1; then
+if "$BIN" bench-serve --url "$URL" --concurrency 1 --num-prompts 1 --input-len 8 --output-len 4 --vocab-size 512 \
+  >"$WORK/bench.txt" 2>&1; then
   fail "bench-serve without the key succeeded: $(cat "$WORK/bench.txt")"
+elif ! grep -q "first error: HTTP 401: {\"error\"" "$WORK/bench.txt"; then
+  fail "bench-serve without the key: no 'HTTP 401' error shown: $(cat "$WORK/bench.txt")"
 else
-  ok "bench-serve without the key fails"
+  ok "bench-serve without the key fails with HTTP 401"
 fi
 
 # SIGTERM: a clean exit with status 0.
