@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include "core/byte_size.h"
 #include "core/cpu_features.h"
 
@@ -10,10 +12,13 @@ namespace tessera::cli {
 void add_engine_flags(CLI::App& app, EngineFlags& f) {
   app.add_option("-m,--model", f.model, "Model: a GGUF file or a Hugging Face directory")->required();
   app.add_option("-t,--threads", f.threads, "Worker threads (default: physical cores)")->check(CLI::Range(1, 1024));
-  app.add_option("-c,--ctx-size", f.ctx_size, "Context size in tokens; sizes the KV cache (default: min(trained, 4096))")
+  app.add_option("-c,--ctx-size", f.ctx_size,
+                 "Context size in tokens; sizes the KV cache (default: min(trained, 4096))")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
-  app.add_option("--kv-cache-memory", f.kv_cache_memory, "KV cache memory budget, e.g. 64MiB or 2GiB (overrides --ctx-size)");
-  app.add_option("--kv-cache-dtype", f.kv_cache_dtype, "KV cache element type")->check(CLI::IsMember({"f16", "bf16", "f32", "int8", "fp8"}));
+  app.add_option("--kv-cache-memory", f.kv_cache_memory,
+                 "KV cache memory budget, e.g. 64MiB or 2GiB (overrides --ctx-size)");
+  app.add_option("--kv-cache-dtype", f.kv_cache_dtype, "KV cache element type")
+      ->check(CLI::IsMember({"f16", "bf16", "f32", "int8", "fp8"}));
   app.add_option("--quantize", f.quantize, "Quantize the weight matrices at load time")
       ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k"}));
 }
@@ -24,16 +29,38 @@ LoadOptions load_options(const EngineFlags& f) {
   return o;
 }
 
-KvDtype kv_dtype(const EngineFlags& f) { return *kv_dtype_from_name(f.kv_cache_dtype); }
+KvDtype kv_dtype(const EngineFlags& f) {
+  return *kv_dtype_from_name(f.kv_cache_dtype);
+}
+
+int64_t context_size(const EngineFlags& f, const ModelConfig& config) {
+  return f.ctx_size > 0 ? f.ctx_size : std::min<int64_t>(config.context_length, 4096);
+}
+
+EngineConfig engine_config(const EngineFlags& engine, const SchedulerFlags& sched, uint64_t kv_bytes,
+                           int64_t ctx_size) {
+  EngineConfig cfg;
+  cfg.threads = resolve_threads(engine);
+  cfg.kv_cache_memory = kv_bytes;
+  cfg.ctx_size = ctx_size;
+  cfg.kv_dtype = kv_dtype(engine);
+  cfg.max_num_seqs = sched.max_num_seqs;
+  cfg.max_num_batched_tokens = sched.max_num_batched_tokens;
+  cfg.enable_prefix_cache = !sched.no_prefix_cache;
+  return cfg;
+}
 
 void add_scheduler_flags(CLI::App& app, SchedulerFlags& f) {
   app.add_option("--max-num-seqs", f.max_num_seqs, "Sequences running at once at most")->check(CLI::Range(1, 4096));
-  app.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "Tokens per engine step at most (prefill chunks)")
+  app.add_option("--max-num-batched-tokens", f.max_num_batched_tokens,
+                 "Tokens per engine step at most (prefill chunks)")
       ->check(CLI::Range(1, 1 << 20));
   app.add_flag("--no-prefix-cache", f.no_prefix_cache, "Do not reuse the KV blocks of shared prompt prefixes");
 }
 
-int resolve_threads(const EngineFlags& f) { return f.threads > 0 ? f.threads : cpu_features().physical_cores; }
+int resolve_threads(const EngineFlags& f) {
+  return f.threads > 0 ? f.threads : cpu_features().physical_cores;
+}
 
 Result<uint64_t> kv_memory_bytes(const EngineFlags& f) {
   if (f.kv_cache_memory.empty()) return uint64_t{0};

@@ -2,14 +2,14 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <string>
 
 #include "core/dtype.h"
-#include "model/model.h"
+#include "engine/engine.h"
 #include "kv/kv_cache_spec.h"
+#include "model/model.h"
 #include "tessera/status.h"
 
 namespace tessera::cli {
@@ -25,11 +25,11 @@ void add_scheduler_flags(CLI::App& app, SchedulerFlags& flags);
 
 struct EngineFlags {
   std::string model;
-  int threads = 0;              // 0: physical cores
-  int64_t ctx_size = 0;         // 0: min(trained context, 4096)
-  std::string kv_cache_memory;  // e.g. "64MiB"; overrides ctx_size
-  std::string kv_cache_dtype = "f16";  // f16, bf16, f32 or int8
-  std::string quantize;                 // load-time quantization (q8_0, q4_0, q4_k); empty: none
+  int threads = 0;                     // 0: physical cores
+  int64_t ctx_size = 0;                // 0: min(trained context, 4096)
+  std::string kv_cache_memory;         // e.g. "64MiB"; overrides ctx_size
+  std::string kv_cache_dtype = "f16";  // f16, bf16, f32, int8 or fp8
+  std::string quantize;                // load-time quantization (q8_0, q4_0, q4_k); empty: none
 };
 
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
@@ -43,6 +43,13 @@ LoadOptions load_options(const EngineFlags& flags);
 
 // DType of --kv-cache-dtype (validated by the flag's check).
 KvDtype kv_dtype(const EngineFlags& flags);
+
+// Context length in tokens: --ctx-size, else min(the model's trained context, 4096).
+int64_t context_size(const EngineFlags& flags, const ModelConfig& config);
+
+// The engine configuration the flags describe, with a KV budget of kv_bytes
+// (kv_memory_bytes; 0 sizes the cache from ctx_size).
+EngineConfig engine_config(const EngineFlags& engine, const SchedulerFlags& sched, uint64_t kv_bytes, int64_t ctx_size);
 
 // Prints "tessera: error: <message>" and returns exit code 1.
 int fail(const Status& status);

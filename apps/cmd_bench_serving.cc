@@ -24,26 +24,19 @@ struct ServingBenchOptions {
 
 std::vector<int32_t> synthetic_prompt(int n, int seed, int n_vocab) {
   std::vector<int32_t> p(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) p[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + seed * 104729 + 3) % n_vocab);
+  for (int i = 0; i < n; ++i)
+    p[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + seed * 104729 + 3) % n_vocab);
   return p;
 }
 
-Result<EngineConfig> engine_config(const ServingBenchOptions& o, int64_t ctx) {
+Result<EngineConfig> serving_config(const ServingBenchOptions& o, int64_t ctx) {
   TESSERA_ASSIGN_OR_RETURN(uint64_t kv_bytes, kv_memory_bytes(o.engine));
-  EngineConfig cfg;
-  cfg.threads = resolve_threads(o.engine);
-  cfg.kv_cache_memory = kv_bytes;
-  cfg.ctx_size = ctx;
-  cfg.kv_dtype = kv_dtype(o.engine);
-  cfg.max_num_seqs = o.sched.max_num_seqs;
-  cfg.max_num_batched_tokens = o.sched.max_num_batched_tokens;
-  cfg.enable_prefix_cache = !o.sched.no_prefix_cache;
-  return cfg;
+  return engine_config(o.engine, o.sched, kv_bytes, ctx);
 }
 
 // Runs `n` requests together; returns the engine's metrics.
 Result<EngineMetrics> run_batch(const Model& m, const ServingBenchOptions& o, int n) {
-  TESSERA_ASSIGN_OR_RETURN(EngineConfig cfg, engine_config(o, o.prompt_tokens + o.decode_tokens + 16));
+  TESSERA_ASSIGN_OR_RETURN(EngineConfig cfg, serving_config(o, o.prompt_tokens + o.decode_tokens + 16));
   // Size the cache so every sequence fits at once, unless the user chose a budget.
   if (cfg.kv_cache_memory == 0) cfg.kv_cache_memory = 1;  // replaced below
   KvCacheSpec probe;
@@ -62,7 +55,8 @@ Result<EngineMetrics> run_batch(const Model& m, const ServingBenchOptions& o, in
   opts.ignore_eos = true;
   opts.sampling.temperature = 0;
   for (int i = 0; i < n; ++i) {
-    TESSERA_RETURN_IF_ERROR(engine->submit(synthetic_prompt(o.prompt_tokens, i, m.config().n_vocab), opts, nullptr).status());
+    TESSERA_RETURN_IF_ERROR(
+        engine->submit(synthetic_prompt(o.prompt_tokens, i, m.config().n_vocab), opts, nullptr).status());
   }
   engine->run_until_idle();
   return engine->metrics();
@@ -74,9 +68,12 @@ Result<double> ttft(Engine& engine, const std::vector<int32_t>& prompt) {
   opts.max_tokens = 1;
   opts.sampling.temperature = 0;
   double out = 0;
-  TESSERA_RETURN_IF_ERROR(engine.submit(prompt, opts, [&](const RequestEvent& ev) {
-    if (ev.request_finished) out = ev.metrics->ttft_ms;
-  }).status());
+  TESSERA_RETURN_IF_ERROR(engine
+                              .submit(prompt, opts,
+                                      [&](const RequestEvent& ev) {
+                                        if (ev.request_finished) out = ev.metrics->ttft_ms;
+                                      })
+                              .status());
   engine.run_until_idle();
   return out;
 }
@@ -102,13 +99,14 @@ int bench_serving_main(const ServingBenchOptions& o) {
   for (int n : levels) {
     auto metrics = run_batch(m, o, n);
     if (!metrics.ok()) return fail(metrics.status());
-    const double tps = metrics->decode_ms > 0 ? static_cast<double>(metrics->decode_tokens) * 1000.0 / metrics->decode_ms : 0;
+    const double tps =
+        metrics->decode_ms > 0 ? static_cast<double>(metrics->decode_tokens) * 1000.0 / metrics->decode_ms : 0;
     if (base == 0) base = tps;
-    fmt::print("concurrency {:>4}: decode {:>9.1f} tokens/s aggregate ({:.2f}x of concurrency {}), {} preemptions\n", n, tps,
-               tps / base, levels.front(), metrics->preemptions);
+    fmt::print("concurrency {:>4}: decode {:>9.1f} tokens/s aggregate ({:.2f}x of concurrency {}), {} preemptions\n", n,
+               tps, tps / base, levels.front(), metrics->preemptions);
   }
   if (o.prefix_tokens > 0) {
-    auto cfg = engine_config(o, o.prefix_tokens + 64);
+    auto cfg = serving_config(o, o.prefix_tokens + 64);
     if (!cfg.ok()) return fail(cfg.status());
     cfg->enable_prefix_cache = true;
     auto engine = Engine::create(m, *cfg);
@@ -119,8 +117,8 @@ int bench_serving_main(const ServingBenchOptions& o) {
     auto cached = ttft(**engine, prompt);
     if (!cold.ok()) return fail(cold.status());
     if (!cached.ok()) return fail(cached.status());
-    fmt::print("TTFT with a {}-token prefix: cold {:.1f} ms, prefix cached {:.1f} ms ({:.1f}x faster)\n", o.prefix_tokens,
-               *cold, *cached, *cold / *cached);
+    fmt::print("TTFT with a {}-token prefix: cold {:.1f} ms, prefix cached {:.1f} ms ({:.1f}x faster)\n",
+               o.prefix_tokens, *cold, *cached, *cold / *cached);
   }
   return 0;
 }
@@ -129,11 +127,13 @@ int bench_serving_main(const ServingBenchOptions& o) {
 
 Runner register_bench_serving(CLI::App& app) {
   auto o = std::make_shared<ServingBenchOptions>();
-  CLI::App* sub = app.add_subcommand("bench-serving", "Engine throughput by concurrency, and TTFT with a cached prefix");
+  CLI::App* sub =
+      app.add_subcommand("bench-serving", "Engine throughput by concurrency, and TTFT with a cached prefix");
   add_engine_flags(*sub, o->engine);
   add_scheduler_flags(*sub, o->sched);
   sub->add_option("--concurrency", o->concurrency, "Comma-separated numbers of concurrent sequences");
-  sub->add_option("-n,--decode-tokens", o->decode_tokens, "Tokens generated per sequence")->check(CLI::Range(2, 1 << 20));
+  sub->add_option("-n,--decode-tokens", o->decode_tokens, "Tokens generated per sequence")
+      ->check(CLI::Range(2, 1 << 20));
   sub->add_option("-p,--prompt-tokens", o->prompt_tokens, "Prompt tokens per sequence")->check(CLI::Range(1, 1 << 20));
   sub->add_option("--prefix-tokens", o->prefix_tokens, "Shared prefix for the TTFT test (0 skips it)")
       ->check(CLI::Range(0, 1 << 20));

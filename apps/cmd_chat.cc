@@ -2,11 +2,10 @@
 // with the model's chat template (or --chat-template FILE), streaming replies.
 #include <fmt/core.h>
 
-#include <nlohmann/json.hpp>
-
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
@@ -58,7 +57,7 @@ int chat_main(const ChatOptions& o) {
   auto tmpl = ChatTemplate::parse(*source);
   if (!tmpl.ok()) return fail(tmpl.status());
   ThreadPool pool(resolve_threads(o.engine));
-  const int64_t ctx = o.engine.ctx_size > 0 ? o.engine.ctx_size : std::min(m.config().context_length, 4096);
+  const int64_t ctx = context_size(o.engine, m.config());
   auto gen = Generator::create(m, pool, cpu::kernels(), *kv_bytes, ctx, kv_dtype(o.engine));
   if (!gen.ok()) return fail(gen.status());
   const Tokenizer& tok = m.tokenizer();

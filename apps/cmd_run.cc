@@ -1,13 +1,12 @@
 // `tessera run`: generate text from a prompt, streaming it to stdout.
 #include <fmt/core.h>
 
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
@@ -60,7 +59,8 @@ Result<std::pair<int32_t, float>> parse_bias(const std::string& text) {
     size_t used_id = 0, used_bias = 0;
     const long id = std::stol(text.substr(0, eq), &used_id);
     const float bias = std::stof(text.substr(eq + 1), &used_bias);
-    if (used_id != eq || used_bias != text.size() - eq - 1 || id < 0 || id > INT32_MAX) throw std::invalid_argument(text);
+    if (used_id != eq || used_bias != text.size() - eq - 1 || id < 0 || id > INT32_MAX)
+      throw std::invalid_argument(text);
     return std::make_pair(static_cast<int32_t>(id), bias);
   } catch (...) {
     return invalid_argument("--logit-bias: '" + text + "' is not ID=BIAS");
@@ -105,14 +105,19 @@ nlohmann::json outcome_json(size_t index, const std::string& prompt, const Outco
   j["finish_reason"] = finish_reason_name(c.finish);
   if (r.choices.size() > 1) {
     nlohmann::json all = nlohmann::json::array();
-    for (const auto& ch : r.choices) all.push_back({{"text", ch.text}, {"token_ids", ch.tokens}, {"finish_reason", finish_reason_name(ch.finish)}});
+    for (const auto& ch : r.choices)
+      all.push_back({{"text", ch.text}, {"token_ids", ch.tokens}, {"finish_reason", finish_reason_name(ch.finish)}});
     j["choices"] = all;
   }
   const RequestMetrics& m = r.metrics;
-  j["metrics"] = {{"queue_ms", m.queue_ms},         {"ttft_ms", m.ttft_ms},
-                  {"tpot_ms", m.tpot_ms()},         {"e2e_ms", m.e2e_ms},
-                  {"prompt_tokens", m.prompt_tokens}, {"cached_tokens", m.cached_tokens},
-                  {"generated_tokens", m.generated_tokens}, {"preemptions", m.preemptions}};
+  j["metrics"] = {{"queue_ms", m.queue_ms},
+                  {"ttft_ms", m.ttft_ms},
+                  {"tpot_ms", m.tpot_ms()},
+                  {"e2e_ms", m.e2e_ms},
+                  {"prompt_tokens", m.prompt_tokens},
+                  {"cached_tokens", m.cached_tokens},
+                  {"generated_tokens", m.generated_tokens},
+                  {"preemptions", m.preemptions}};
   return j;
 }
 
@@ -145,20 +150,14 @@ int run_main(RunOptions o) {
     prompts.push_back(*ids);
     o.prompts = {o.prompt_ids};
   } else if (!m.has_tokenizer()) {
-    return fail(invalid_argument(o.engine.model + " has no tokenizer (no tokenizer.json / tokenizer.ggml.model); use --prompt-ids"));
+    return fail(invalid_argument(o.engine.model +
+                                 " has no tokenizer (no tokenizer.json / tokenizer.ggml.model); use --prompt-ids"));
   } else {
     for (const auto& p : o.prompts) prompts.push_back(m.tokenizer().encode(p, /*add_special=*/true));
   }
   if (Status st = o.gen.validate(m.config().n_vocab); !st.ok()) return fail(st);
   const bool print_ids = o.print_ids || !m.has_tokenizer();
-  EngineConfig cfg;
-  cfg.threads = resolve_threads(o.engine);
-  cfg.kv_cache_memory = *kv_bytes;
-  cfg.ctx_size = o.engine.ctx_size > 0 ? o.engine.ctx_size : std::min(m.config().context_length, 4096);
-  cfg.kv_dtype = kv_dtype(o.engine);
-  cfg.max_num_seqs = o.sched.max_num_seqs;
-  cfg.max_num_batched_tokens = o.sched.max_num_batched_tokens;
-  cfg.enable_prefix_cache = !o.sched.no_prefix_cache;
+  const EngineConfig cfg = engine_config(o.engine, o.sched, *kv_bytes, context_size(o.engine, m.config()));
   auto engine = Engine::create(m, cfg);
   if (!engine.ok()) return fail(engine.status());
   const KvCacheSpec& spec = (*engine)->kv_spec();
@@ -185,7 +184,8 @@ int run_main(RunOptions o) {
       outcomes[i].error = id.status();
     }
   }
-  fmt::print(stderr, "tessera: {} ({} layers, {} threads, {} kernels); KV cache: {} tokens, {}, {} bytes/token; seed {}\n",
+  fmt::print(stderr,
+             "tessera: {} ({} layers, {} threads, {} kernels); KV cache: {} tokens, {}, {} bytes/token; seed {}\n",
              o.engine.model, m.config().n_layers, cfg.threads, isa_name(cpu::kernels().isa), spec.capacity_tokens(),
              format_byte_size(spec.total_bytes()), spec.bytes_per_token(), o.gen.sampling.seed);
   (*engine)->run_until_idle();
@@ -235,11 +235,12 @@ int run_main(RunOptions o) {
                rm.tpot_ms() > 0 ? 1000.0 / rm.tpot_ms() : 0.0, rm.tpot_ms(), format_byte_size(spec.total_bytes()),
                spec.capacity_tokens());
   } else {
-    fmt::print(stderr,
-               "\n{} prompts: {} generated tokens in {:.1f} ms ({:.1f} tokens/s aggregate); prefix cache hits {}/{} tokens; "
-               "preemptions {}\n",
-               prompts.size(), em.generated_tokens, wall_ms, static_cast<double>(em.generated_tokens) * 1000.0 / wall_ms,
-               em.prefix_hit_tokens, em.prefix_query_tokens, em.preemptions);
+    fmt::print(
+        stderr,
+        "\n{} prompts: {} generated tokens in {:.1f} ms ({:.1f} tokens/s aggregate); prefix cache hits {}/{} tokens; "
+        "preemptions {}\n",
+        prompts.size(), em.generated_tokens, wall_ms, static_cast<double>(em.generated_tokens) * 1000.0 / wall_ms,
+        em.prefix_hit_tokens, em.prefix_query_tokens, em.preemptions);
   }
   return exit_code;
 }
@@ -252,7 +253,8 @@ Runner register_run(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("run", "Generate text from a prompt (streams to stdout, summary to stderr)");
   add_engine_flags(*sub, o->engine);
   add_scheduler_flags(*sub, o->sched);
-  auto* p = sub->add_option("-p,--prompt", o->prompts, "Prompt text (BOS added as the vocabulary says); repeat for several");
+  auto* p =
+      sub->add_option("-p,--prompt", o->prompts, "Prompt text (BOS added as the vocabulary says); repeat for several");
   auto* file = sub->add_option("--prompt-file", o->prompt_file, "File of prompts, one per line, run together");
   auto* ids = sub->add_option("--prompt-ids", o->prompt_ids, "Prompt as comma-separated token ids (no BOS added)");
   p->excludes(ids);
@@ -266,7 +268,8 @@ Runner register_run(CLI::App& app) {
   sub->add_option("--min-p", sp.min_p, "Min-p (0 disables)")->check(CLI::Range(0.0f, 1.0f));
   sub->add_option("--typical-p", sp.typical_p, "Locally typical sampling mass, in (0, 1] (1 disables)")
       ->check(CLI::Range(0.0f, 1.0f));
-  sub->add_option("--repetition-penalty", sp.repetition_penalty, "Repetition penalty over prompt and output (1 disables)")
+  sub->add_option("--repetition-penalty", sp.repetition_penalty,
+                  "Repetition penalty over prompt and output (1 disables)")
       ->check(CLI::Range(0.0f, 100.0f));
   sub->add_option("--presence-penalty", sp.presence_penalty, "Presence penalty over output tokens, in [-2, 2]")
       ->check(CLI::Range(-2.0f, 2.0f));

@@ -2,10 +2,10 @@
 // continuous-batching engine. SIGINT / SIGTERM stop it cleanly (exit 0).
 #include <fmt/core.h>
 
+// clang-format off
 #include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
-
 #include <boost/asio.hpp>
-
+// clang-format on
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -40,14 +40,7 @@ int serve_main(ServeOptions o) {
   auto model = Model::load(o.engine.model, load_options(o.engine));
   if (!model.ok()) return fail(model.status());
   const Model& m = **model;
-  EngineConfig cfg;
-  cfg.threads = resolve_threads(o.engine);
-  cfg.kv_cache_memory = *kv_bytes;
-  cfg.ctx_size = o.engine.ctx_size > 0 ? o.engine.ctx_size : std::min(m.config().context_length, 4096);
-  cfg.kv_dtype = kv_dtype(o.engine);
-  cfg.max_num_seqs = o.sched.max_num_seqs;
-  cfg.max_num_batched_tokens = o.sched.max_num_batched_tokens;
-  cfg.enable_prefix_cache = !o.sched.no_prefix_cache;
+  const EngineConfig cfg = engine_config(o.engine, o.sched, *kv_bytes, context_size(o.engine, m.config()));
   auto engine = Engine::create(m, cfg);
   if (!engine.ok()) return fail(engine.status());
   auto srv = server::Server::create(**engine, m, o.server);
@@ -61,7 +54,8 @@ int serve_main(ServeOptions o) {
   boost::asio::signal_set signals(signals_ioc, SIGINT, SIGTERM);
   signals.async_wait([](const boost::system::error_code&, int) {});
   const KvCacheSpec& spec = (*engine)->kv_spec();
-  fmt::print(stderr, "tessera serve: listening on http://{}:{} serving model '{}' ({}; {} threads, KV cache {} tokens, {})\n",
+  fmt::print(stderr,
+             "tessera serve: listening on http://{}:{} serving model '{}' ({}; {} threads, KV cache {} tokens, {})\n",
              o.server.host, (*srv)->port(), (*srv)->state().protocol.served_model, o.engine.model, cfg.threads,
              spec.capacity_tokens(), format_byte_size(spec.total_bytes()));
   signals_ioc.run();  // until SIGINT / SIGTERM
@@ -81,7 +75,8 @@ Runner register_serve(CLI::App& app) {
   add_scheduler_flags(*sub, o->sched);
   sub->add_option("--host", o->server.host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", o->server.port, "TCP port (0: any free port)")->capture_default_str();
-  sub->add_option("--served-model-name", o->server.served_model_name, "Model name clients use (default: the file name)");
+  sub->add_option("--served-model-name", o->server.served_model_name,
+                  "Model name clients use (default: the file name)");
   sub->add_option("--api-key", o->server.api_key, "Require 'Authorization: Bearer KEY' on /v1 endpoints");
   sub->add_option("--max-queue", o->server.max_queue, "Requests admitted at once (running + waiting); beyond: 429")
       ->check(CLI::Range(1, 1 << 20))

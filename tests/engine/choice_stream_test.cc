@@ -13,11 +13,7 @@ namespace {
 class ChoiceStreamTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string path = testing::shared_path("models/stories260K.gguf");
-    if (!testing::file_exists(path)) {
-      if (testing::skip_missing_data()) GTEST_SKIP();
-      FAIL() << testing::missing_data_message(path);
-    }
+    TESSERA_REQUIRE_SHARED_FILE(path, "models/stories260K.gguf");
     auto g = GgufFile::open(path);
     ASSERT_TRUE(g.ok());
     auto t = Tokenizer::from_gguf(*g);

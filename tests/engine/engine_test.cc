@@ -22,7 +22,8 @@ std::vector<Job> make_jobs(const Model& m) {
   const auto shared = tok.encode(
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends.",
       true);
-  const char* endings[] = {" One day", " The sun", " Her mom", " Tom was", " They saw", " A big dog", " It was", " Then"};
+  const char* endings[] = {" One day",  " The sun",   " Her mom", " Tom was",
+                           " They saw", " A big dog", " It was",  " Then"};
   std::vector<Job> jobs;
   for (int i = 0; i < 32; ++i) {
     Job j;
@@ -71,11 +72,7 @@ std::vector<std::vector<int32_t>> run_all(const Model& m, const std::vector<Job>
 class EngineOnStories : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string path = testing::shared_path("models/stories260K.gguf");
-    if (!testing::file_exists(path)) {
-      if (testing::skip_missing_data()) GTEST_SKIP();
-      FAIL() << testing::missing_data_message(path);
-    }
+    TESSERA_REQUIRE_SHARED_FILE(path, "models/stories260K.gguf");
     auto m = Model::load(path);
     ASSERT_TRUE(m.ok());
     model_ = std::move(m).value();
@@ -94,7 +91,8 @@ class EngineOnStories : public ::testing::Test {
 TEST_F(EngineOnStories, TokensDoNotDependOnBatchingPreemptionOrCaching) {
   for (int32_t budget : {7, 512}) {
     for (bool prefix : {true, false}) {
-      SCOPED_TRACE("max_num_batched_tokens " + std::to_string(budget) + (prefix ? " prefix cache" : " no prefix cache"));
+      SCOPED_TRACE("max_num_batched_tokens " + std::to_string(budget) +
+                   (prefix ? " prefix cache" : " no prefix cache"));
       EngineConfig cfg;
       cfg.threads = 2;
       cfg.ctx_size = 128;
@@ -124,14 +122,17 @@ TEST_F(EngineOnStories, CachedPrefixIsReportedPerRequest) {
   std::vector<int32_t> cached;
   std::vector<std::vector<int32_t>> tokens;
   for (int rep = 0; rep < 2; ++rep) {
-    ASSERT_TRUE((*engine)->submit(jobs_[0].prompt, jobs_[0].options, [&](const RequestEvent& ev) {
-      if (ev.request_finished) {
-        cached.push_back(ev.metrics->cached_tokens);
-        tokens.push_back((*ev.results)[0].tokens);
-        EXPECT_GT(ev.metrics->ttft_ms, 0);
-        EXPECT_GE(ev.metrics->e2e_ms, ev.metrics->ttft_ms);
-      }
-    }).ok());
+    ASSERT_TRUE((*engine)
+                    ->submit(jobs_[0].prompt, jobs_[0].options,
+                             [&](const RequestEvent& ev) {
+                               if (ev.request_finished) {
+                                 cached.push_back(ev.metrics->cached_tokens);
+                                 tokens.push_back((*ev.results)[0].tokens);
+                                 EXPECT_GT(ev.metrics->ttft_ms, 0);
+                                 EXPECT_GE(ev.metrics->e2e_ms, ev.metrics->ttft_ms);
+                               }
+                             })
+                    .ok());
     (*engine)->run_until_idle();
   }
   ASSERT_EQ(cached.size(), 2u);
@@ -178,14 +179,15 @@ TEST_F(EngineOnStories, BackgroundThreadServesConcurrentSubmitters) {
   std::vector<std::thread> clients;
   for (int i = 0; i < 8; ++i) {
     clients.emplace_back([&, i] {
-      auto id = (*engine)->submit(jobs_[static_cast<size_t>(i)].prompt, jobs_[static_cast<size_t>(i)].options, [&, i](const RequestEvent& ev) {
-        if (ev.request_finished) {
-          std::lock_guard<std::mutex> lock(mu);
-          got[static_cast<size_t>(i)] = (*ev.results)[0].tokens;
-          ++done;
-          cv.notify_all();
-        }
-      });
+      auto id = (*engine)->submit(jobs_[static_cast<size_t>(i)].prompt, jobs_[static_cast<size_t>(i)].options,
+                                  [&, i](const RequestEvent& ev) {
+                                    if (ev.request_finished) {
+                                      std::lock_guard<std::mutex> lock(mu);
+                                      got[static_cast<size_t>(i)] = (*ev.results)[0].tokens;
+                                      ++done;
+                                      cv.notify_all();
+                                    }
+                                  });
       EXPECT_TRUE(id.ok());
     });
   }
