@@ -1,6 +1,7 @@
 // Matmul throughput per weight dtype: decode (n_tokens = 1) in GB/s of weight
 // read, to compare with the read-bandwidth roofline, and prefill
-// (n_tokens = 64) and batched decode (n_tokens = 16) in GFLOP/s.
+// (n_tokens = 64) and batched decode (n_tokens = 16) in GFLOP/s. DecodeHot
+// repeats one L3-resident matrix: the kernel's compute ceiling.
 // TESSERA_ISA=scalar|avx2|avx512 picks the path; tiled=0 runs the same ISA
 // without its tile kernels (one dot product per (row, token), the previous
 // matmul) so both versions are measured side by side in one run.
@@ -65,7 +66,7 @@ const Kernels& table(bool tiled) {
   return tiled ? kernels() : untiled;
 }
 
-void run_matmul(benchmark::State& state, DType t, int64_t n_tokens) {
+void run_matmul(benchmark::State& state, DType t, int64_t n_tokens, bool hot = false) {
   const int threads = static_cast<int>(state.range(0));
   const bool tiled = state.range(2) != 0;
   ThreadPool pool(threads);
@@ -75,7 +76,7 @@ void run_matmul(benchmark::State& state, DType t, int64_t n_tokens) {
   std::vector<uint8_t> scratch;
   size_t i = 0;
   for (auto _ : state) {
-    const MatrixView view{t, w.copies[i++ % w.copies.size()].data(), kRows, kCols};
+    const MatrixView view{t, w.copies[hot ? 0 : i++ % w.copies.size()].data(), kRows, kCols};
     matmul(pool, table(tiled), view, x.data(), n_tokens, y.data(), scratch);
     benchmark::DoNotOptimize(y.data());
   }
@@ -89,6 +90,11 @@ void run_matmul(benchmark::State& state, DType t, int64_t n_tokens) {
 
 void BM_Decode(benchmark::State& state) {
   run_matmul(state, static_cast<DType>(state.range(1)), 1);
+}
+// One matrix over and over (9 MiB in Q4_0, 17 MiB in Q8_0: L3-resident):
+// the kernel's compute ceiling without DRAM.
+void BM_DecodeHot(benchmark::State& state) {
+  run_matmul(state, static_cast<DType>(state.range(1)), 1, true);
 }
 void BM_Batch16(benchmark::State& state) {
   run_matmul(state, static_cast<DType>(state.range(1)), 16);
@@ -116,8 +122,42 @@ void matmul_config(benchmark::internal::Benchmark* b) {
       ->ReportAggregatesOnly(true);
 }
 BENCHMARK(BM_Decode)->Apply(matmul_config<5>);
+BENCHMARK(BM_DecodeHot)->Apply(matmul_config<3>);
 BENCHMARK(BM_Batch16)->Apply(matmul_config<3>);
 BENCHMARK(BM_Prefill64)->Apply(matmul_config<3>);
+
+// Attention's P·V for one KV head at 512 cached positions (blocks of 16,
+// 4 KV heads per cache row, head_dim 64), 8 query heads: the axpy_f16 loop
+// (fused:0) against one attn_pv_f16 call per block (fused:1).
+void BM_AttnPv(benchmark::State& state) {
+  const Kernels& k = kernels();
+  const bool fused = state.range(0) != 0;
+  if (fused && k.attn_pv_f16 == nullptr) {
+    state.SkipWithError("this table has no attn_pv_f16");
+    return;
+  }
+  constexpr int kHeads = 8, kBlock = 16, kHeadDim = 64, kKvHeads = 4, kBlocks = 32;
+  std::vector<uint16_t> v(static_cast<size_t>(kBlocks * kBlock * kKvHeads * kHeadDim), fp32_to_fp16(0.5f));
+  std::vector<float> p(kHeads * kBlock, 0.01f), out(kHeads * kHeadDim, 0.0f);
+  const int64_t v_row = kKvHeads * kHeadDim;  // elements between positions
+  for (auto _ : state) {
+    for (int b = 0; b < kBlocks; ++b) {
+      const uint16_t* v0 = v.data() + static_cast<size_t>(b) * kBlock * v_row;
+      if (fused) {
+        k.attn_pv_f16(p.data(), kBlock, kHeads, v0, v_row * 2, kBlock, out.data(), kHeadDim, kHeadDim);
+      } else {
+        for (int g = 0; g < kHeads; ++g) {
+          for (int j = 0; j < kBlock; ++j) {
+            k.axpy_f16(p[static_cast<size_t>(g * kBlock + j)], v0 + j * v_row, out.data() + g * kHeadDim, kHeadDim);
+          }
+        }
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(fused ? "attn_pv_f16" : "axpy_f16 loop");
+}
+BENCHMARK(BM_AttnPv)->Arg(0)->Arg(1)->ArgNames({"fused"})->Repetitions(3)->ReportAggregatesOnly(true);
 
 void BM_ReadBandwidth(benchmark::State& state) {
   ThreadPool pool(static_cast<int>(state.range(0)));

@@ -2,6 +2,7 @@
 // and the scalar path against core/quant_ref plus double-precision formulas.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -259,6 +260,44 @@ TEST(CpuKernels, AxpyF16AndScale) {
       for (int64_t i = 0; i < n; ++i) EXPECT_EQ(y[i], y0[i] * -1.25f);  // one rounding: exact match
     }
   }
+}
+
+// attn_pv_f16 gives, per head, the bits of the axpy_f16 loop it replaces
+// (head counts around the 4-head register block, hd around the 64-element
+// step and its masked tail, strided rows as in the KV cache).
+TEST(CpuKernels, AttnPvF16MatchesAxpyLoop) {
+  bool any = false;
+  for (Isa isa : supported_isas()) {
+    const Kernels& k = kernels_for(isa);
+    if (k.attn_pv_f16 == nullptr) continue;
+    any = true;
+    for (int heads : {1, 2, 3, 4, 5, 8, 9}) {
+      for (int64_t hd : {1, 16, 40, 64, 80, 128, 130}) {
+        for (int n : {0, 1, 7, 16}) {
+          SCOPED_TRACE(isa_label(isa) + " heads=" + std::to_string(heads) + " hd=" + std::to_string(hd) +
+                       " n=" + std::to_string(n));
+          const int64_t v_row = 3 * hd + 5;  // elements between value rows (other KV heads in between)
+          const int64_t p_stride = n + 3, out_stride = hd + 7;
+          const auto seed = static_cast<uint32_t>(heads * 1000 + hd * 10 + n);
+          const std::vector<float> vf = random_floats(std::max<int64_t>(1, n) * v_row, seed);
+          std::vector<uint16_t> v(vf.size());
+          for (size_t i = 0; i < vf.size(); ++i) v[i] = fp32_to_fp16(vf[i]);
+          std::vector<float> p = random_floats(heads * p_stride, seed + 1);
+          for (float& x : p) x = std::fabs(x);  // softmax weights
+          const std::vector<float> out0 = random_floats(heads * out_stride, seed + 2);
+          std::vector<float> want = out0, got = out0;
+          for (int g = 0; g < heads; ++g) {
+            for (int j = 0; j < n; ++j)
+              k.axpy_f16(p[g * p_stride + j], v.data() + j * v_row, want.data() + g * out_stride, hd);
+          }
+          k.attn_pv_f16(p.data(), p_stride, heads, v.data(), v_row * static_cast<int64_t>(sizeof(uint16_t)), n,
+                        got.data(), out_stride, hd);
+          ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
+        }
+      }
+    }
+  }
+  if (!any) GTEST_SKIP() << "no table on this CPU has attn_pv_f16";
 }
 
 TEST(CpuKernels, RmsNorm) {

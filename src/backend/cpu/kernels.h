@@ -66,6 +66,17 @@ struct Kernels {
 
   // y[n] += a * v[n] where v is f16 (attention's value accumulation).
   void (*axpy_f16)(float a, const uint16_t* v, float* y, int64_t n);
+  // Attention's value accumulation for the query heads that share one KV
+  // head (GQA, arXiv:2305.13245), P·V over one run of cached positions:
+  //   out[g * out_stride + i] += p[g * p_stride + j] * v_j[i]
+  // for g < heads, then j = 0..n-1 in that order, i < hd, where v_j is the
+  // f16 row at byte offset j * v_stride from v. Per head bit-identical to
+  // axpy_f16(p[g * p_stride + j], v_j, out + g * out_stride, hd) for
+  // j = 0..n-1 (the same FMA per element in the same order), but each value
+  // row is loaded and converted once for up to four heads. Null in tables
+  // without a faster form: callers then loop over axpy_f16.
+  void (*attn_pv_f16)(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n,
+                      float* out, int64_t out_stride, int64_t hd);
   // y[n] *= a.
   void (*scale)(float* y, float a, int64_t n);
   // f32 -> f16, round to nearest even (KV cache stores).

@@ -328,6 +328,52 @@ void axpy_f16(float a, const uint16_t* v, float* y, int64_t n) {
   }
 }
 
+// Heads h0..h0+H-1 of attn_pv_f16, 64 elements (4 vectors) of hd at a time:
+// 4H accumulators stay in registers over all n positions.
+template <int H>
+void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t v_stride, int n, float* out,
+                   int64_t out_stride, int64_t hd) {
+  for (int64_t i0 = 0; i0 < hd; i0 += 64) {
+    __mmask16 m[4];
+    for (int c = 0; c < 4; ++c) m[c] = tail_mask(hd - i0 - 16 * c > 0 ? hd - i0 - 16 * c : 0);
+    __m512 acc[H][4];
+    for (int h = 0; h < H; ++h) {
+      for (int c = 0; c < 4; ++c) acc[h][c] = load_f32(out + h * out_stride + i0 + 16 * c, m[c]);
+    }
+    const auto* vrow = reinterpret_cast<const char*>(v);
+    for (int j = 0; j < n; ++j, vrow += v_stride) {
+      __m512 vv[4];
+      for (int c = 0; c < 4; ++c) vv[c] = load_f16(reinterpret_cast<const uint16_t*>(vrow) + i0 + 16 * c, m[c]);
+      for (int h = 0; h < H; ++h) {
+        const __m512 ph = _mm512_set1_ps(p[h * p_stride + j]);
+        for (int c = 0; c < 4; ++c) acc[h][c] = _mm512_fmadd_ps(ph, vv[c], acc[h][c]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < H; ++h) {
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) _mm512_mask_storeu_ps(out + h * out_stride + i0 + 16 * c, m[c], acc[h][c]);
+    }
+  }
+}
+
+void attn_pv_f16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
+                 int64_t out_stride, int64_t hd) {
+  int h = 0;
+  for (; h + 4 <= heads; h += 4)
+    attn_pv_heads<4>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+  switch (heads - h) {
+    case 3:
+      return attn_pv_heads<3>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+    case 2:
+      return attn_pv_heads<2>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+    case 1:
+      return attn_pv_heads<1>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+    default:
+      return;
+  }
+}
+
 void scale(float* y, float a, int64_t n) {
   const __m512 va = _mm512_set1_ps(a);
   for (int64_t i = 0; i < n; i += 16) {
@@ -457,6 +503,7 @@ const Kernels& avx512_kernels() {
       .dot_rows_q4_0 = dot_rows_q4_0,
       .quantize_row_q8_0 = quantize_row_q8_0,
       .axpy_f16 = axpy_f16,
+      .attn_pv_f16 = attn_pv_f16,
       .scale = scale,
       .f32_to_f16_row = f32_to_f16_row,
       .rmsnorm = rmsnorm,

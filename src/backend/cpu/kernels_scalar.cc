@@ -163,6 +163,7 @@ const Kernels& scalar_kernels() {
       .dot_rows_q4_0 = dot_rows<BlockQ4_0, BlockQ8_0, dot_q4_0>,
       .quantize_row_q8_0 = quantize_row_q8_0,
       .axpy_f16 = axpy_f16,
+      .attn_pv_f16 = nullptr,
       .scale = scale,
       .f32_to_f16_row = f32_to_f16_row,
       .rmsnorm = rmsnorm,

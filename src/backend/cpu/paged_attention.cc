@@ -101,6 +101,7 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   const auto head_off = static_cast<int64_t>(static_cast<uint64_t>(kv_head) * kv_head_bytes(t, hd));
   // Bytes between consecutive slots' rows (all heads of one token).
   const auto row_bytes = static_cast<int64_t>(static_cast<uint64_t>(kv.spec().n_kv_heads) * kv_head_bytes(t, hd));
+  const bool group_pv = t == KvDtype::kF16 && k.attn_pv_f16 != nullptr;
   for (int32_t start = 0; start < n_ctx; start += bs) {
     const int64_t slot0 = static_cast<int64_t>(seq.block_table[static_cast<size_t>(start / bs)]) * bs;
     const int32_t n = std::min(bs, n_ctx - start);
@@ -127,12 +128,20 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
       if (correction != 1.0f) k.scale(og, correction, hd);
       k.exp_shift(sg, m_new, n);  // p_j = exp(s_j - m_new)
       float sum = 0.0f;
-      for (j = 0; j < n; ++j) {
-        sum += sg[j];
-        add_value(k, t, sg[j], static_cast<const uint8_t*>(kv.v(layer, slot0 + j)) + head_off, og, hd);
+      for (j = 0; j < n; ++j) sum += sg[j];
+      if (!group_pv) {
+        for (j = 0; j < n; ++j) {
+          add_value(k, t, sg[j], static_cast<const uint8_t*>(kv.v(layer, slot0 + j)) + head_off, og, hd);
+        }
       }
       l[g] = l[g] * correction + sum;
       m[g] = m_new;
+    }
+    if (group_pv) {
+      // Every head of the group at once: the same FMAs per head as the
+      // axpy_f16 loop above, each value row converted once.
+      const auto* v0 = static_cast<const uint8_t*>(kv.v(layer, slot0)) + head_off;
+      k.attn_pv_f16(s, bs, group, reinterpret_cast<const uint16_t*>(v0), row_bytes, n, out, hd, hd);
     }
   }
   for (int32_t g = 0; g < group; ++g) k.scale(out + static_cast<int64_t>(g) * hd, 1.0f / l[g], hd);
