@@ -13,5 +13,20 @@ TEST(Bandwidth, ReturnsPositiveRate) {
   EXPECT_LT(bw, 1e14);
 }
 
+// The probe object measures again over the same buffer; an empty buffer or
+// no passes gives 0 rather than a division by zero.
+TEST(Bandwidth, ProbeRepeatsAndEdgeCases) {
+  ThreadPool pool(2);
+  BandwidthProbe probe(pool, size_t{4} << 20);
+  for (int i = 0; i < 2; ++i) {
+    const double bw = probe.measure(1);
+    EXPECT_GT(bw, 1e8);
+    EXPECT_LT(bw, 1e14);
+  }
+  EXPECT_EQ(probe.measure(0), 0.0);
+  BandwidthProbe empty(pool, 0);
+  EXPECT_EQ(empty.measure(), 0.0);
+}
+
 }  // namespace
 }  // namespace tessera::cpu
