@@ -168,6 +168,16 @@ int run_main(RunOptions o) {
   std::map<uint64_t, size_t> index;
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t i = 0; i < prompts.size(); ++i) {
+    // The engine makes the same check in its API's terms (max_tokens).
+    const auto n_prompt = static_cast<int64_t>(prompts[i].size());
+    if (o.gen.max_tokens >= 0 && n_prompt < cfg.ctx_size && n_prompt + o.gen.max_tokens > cfg.ctx_size) {
+      const Status st = out_of_range("the prompt (" + std::to_string(n_prompt) + " tokens) plus -n " +
+                                     std::to_string(o.gen.max_tokens) + " exceeds the context length " +
+                                     std::to_string(cfg.ctx_size) + " (lower -n or raise --ctx-size)");
+      if (prompts.size() == 1) return fail(st);
+      outcomes[i].error = st;
+      continue;
+    }
     auto id = (*engine)->submit(prompts[i], o.gen, [&, i](const RequestEvent& ev) {
       if (stream && !ev.step.text.empty()) {
         std::fwrite(ev.step.text.data(), 1, ev.step.text.size(), stdout);

@@ -2,11 +2,13 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "cli_common.h"
+#include "core/cpu_features.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tessera: run and serve large language models (GGUF or Hugging Face) on the CPU"};
@@ -45,6 +47,11 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "tessera: error: {} (see --help)\n", e.what());
+    return tessera::cli::kExitUsage;
+  }
+  // A misspelt TESSERA_ISA would otherwise run the default kernels unnoticed.
+  if (const char* isa = std::getenv("TESSERA_ISA"); isa != nullptr && !tessera::is_isa_name(isa)) {
+    fmt::print(stderr, "tessera: error: TESSERA_ISA={}: expected scalar, avx2 or avx512\n", isa);
     return tessera::cli::kExitUsage;
   }
   return runners.at(app.get_subcommands().front()->get_name())();

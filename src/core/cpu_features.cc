@@ -12,9 +12,12 @@ namespace tessera {
 
 const char* isa_name(Isa isa) {
   switch (isa) {
-    case Isa::kScalar: return "scalar";
-    case Isa::kAvx2: return "avx2";
-    case Isa::kAvx512: return "avx512";
+    case Isa::kScalar:
+      return "scalar";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
   }
   return "?";
 }
@@ -62,6 +65,13 @@ std::vector<Isa> supported_isas() {
   if (cpu_features().avx2) out.push_back(Isa::kAvx2);
   if (cpu_features().avx512_vnni) out.push_back(Isa::kAvx512);
   return out;
+}
+
+bool is_isa_name(std::string_view name) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    if (name == isa_name(isa)) return true;
+  }
+  return false;
 }
 
 Isa best_isa() {

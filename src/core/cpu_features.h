@@ -3,6 +3,7 @@
 // any x86-64 machine.
 #pragma once
 
+#include <string_view>
 #include <vector>
 
 namespace tessera {
@@ -13,7 +14,7 @@ enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 const char* isa_name(Isa isa);
 
 struct CpuFeatures {
-  bool avx2 = false;  // with FMA and F16C
+  bool avx2 = false;    // with FMA and F16C
   bool avx512 = false;  // F, BW, VL, DQ
   bool avx512_vnni = false;
   int physical_cores = 1;
@@ -23,8 +24,13 @@ struct CpuFeatures {
 const CpuFeatures& cpu_features();
 
 // The best path this CPU supports, lowered by the environment variable
-// TESSERA_ISA=scalar|avx2|avx512 when set (for tests and benchmarks).
+// TESSERA_ISA=scalar|avx2|avx512 when set (for tests and benchmarks; a path
+// this CPU lacks leaves the best one).
 Isa best_isa();
+
+// True when `name` is an isa_name() ("scalar", "avx2", "avx512"): the values
+// TESSERA_ISA accepts (the CLI refuses others instead of ignoring them).
+bool is_isa_name(std::string_view name);
 
 // Every path this CPU supports, scalar first (kernel tests iterate over them).
 std::vector<Isa> supported_isas();

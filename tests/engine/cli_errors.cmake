@@ -12,6 +12,15 @@ function(expect_error code)
     message(FATAL_ERROR "'${ARGN}': expected one line on stderr, got: ${err}")
   endif()
   message(STATUS "ok (${rc}): ${err_stripped}")
+  set(last_error "${err_stripped}" PARENT_SCOPE)
+endfunction()
+
+# expect_error, then the line must match `regex`.
+function(expect_error_matching code regex)
+  expect_error(${code} ${ARGN})
+  if(NOT last_error MATCHES "${regex}")
+    message(FATAL_ERROR "'${ARGN}': stderr '${last_error}' does not match '${regex}'")
+  endif()
 endfunction()
 
 expect_error(2 run -m ${STORIES} -p hi --no-such-flag)
@@ -24,6 +33,9 @@ expect_error(1 run -m /nonexistent.gguf -p hi)
 expect_error(1 run -m ${CMAKE_CURRENT_LIST_FILE} -p hi)
 expect_error(1 run -m ${STORIES} -p "Once upon a time there was a dog" --ctx-size 4)
 expect_error(1 run -m ${STORIES} --prompt-ids 1,99999)
+# -n past the context is named in the command line's terms.
+expect_error_matching(1 "plus -n 600 exceeds the context length 64 \\(lower -n or raise --ctx-size\\)"
+                      run -m ${STORIES} -p "Once upon a time" -n 600 --ctx-size 64)
 expect_error(1 run -m ${STORIES} --prompt-ids 1,x)
 expect_error(1 run -m ${STORIES} -p hi --kv-cache-memory 12XB)
 expect_error(1 inspect /nonexistent.gguf)
@@ -35,3 +47,9 @@ expect_error(1 bench-serve --url http://127.0.0.1:9 --dataset /nonexistent.jsonl
 expect_error(1 bench serve --url http://127.0.0.1:9 --dataset ${BAD_DATASET})
 expect_error(2 bench serve --url http://127.0.0.1:9 --dataset ${BAD_DATASET} --input-len 4)
 file(REMOVE ${BAD_DATASET})
+
+# A misspelt TESSERA_ISA is refused, not ignored.
+set(TESSERA_REAL ${TESSERA})
+set(TESSERA ${CMAKE_COMMAND} -E env TESSERA_ISA=avx9 ${TESSERA_REAL})
+expect_error_matching(2 "TESSERA_ISA=avx9: expected scalar, avx2 or avx512" run -m ${STORIES} -p hi)
+set(TESSERA ${TESSERA_REAL})
