@@ -1,8 +1,10 @@
 #include "backend/cpu/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <span>
 #include <type_traits>
 
@@ -69,21 +71,68 @@ uint8_t* aligned_scratch(std::vector<uint8_t>& scratch, size_t bytes) {
   return scratch.data() + ((64 - addr % 64) % 64);
 }
 
-// The tiled path (k.gemm): rows in L2-sized chunks per thread, inside a
-// chunk tokens in groups of `tile_tokens` and rows in groups of `tile_rows`
-// (`decode_rows` for a single token), each (rows × tokens) tile one kernel
-// call over the whole reduction.
+// Decode (one token) streams every weight row once from DRAM. A chunk of
+// rows [r_begin, r_end) is cut into up to decode_stream_count() equal
+// sub-ranges walked together, one tile of rows spaced a sub-range apart per
+// step: several independent sequential streams keep more memory requests in
+// flight than one (as the bandwidth probe's streams do). On Zen 4 four
+// streams read a 5632 x 2048 Q4_0 matrix at ~50 GB/s where one stream per
+// thread read ~41 (bandwidth probe ~55), while a tile of adjacent rows ran at
+// less than half speed. Tiles of any shape give the same bits, so this is
+// purely a speed choice.
+constexpr int64_t kMaxStreams = 4;
+constexpr int64_t kMinStreamRows = 16;  // shorter sub-ranges are not worth a stream
+
+// kMaxStreams, or TESSERA_DECODE_STREAMS=1..4 (1: the previous schedule, one
+// stream per thread over a static half of the rows; for side-by-side runs).
+int decode_stream_count() {
+  static const int n = [] {
+    const char* env = std::getenv("TESSERA_DECODE_STREAMS");
+    const int v = env != nullptr ? std::atoi(env) : static_cast<int>(kMaxStreams);
+    return std::clamp(v, 1, static_cast<int>(kMaxStreams));
+  }();
+  return n;
+}
+
 template <typename WT, typename XT, typename TileFn>
-void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, int decode_rows, const uint8_t* w, size_t w_row_bytes,
-                const uint8_t* x, size_t x_row_bytes, int64_t cols, int64_t rows, int64_t n_tokens, float* y,
-                int64_t r_begin, int64_t r_end) {
+void decode_streams(TileFn tile, int max_rows, const uint8_t* w, size_t w_row_bytes, const XT* x, int64_t cols,
+                    float* y, int64_t r_begin, int64_t r_end) {
+  auto row = [&](int64_t r) { return reinterpret_cast<const WT*>(w + static_cast<size_t>(r) * w_row_bytes); };
+  const auto ws = static_cast<int64_t>(w_row_bytes);
+  const int64_t n = r_end - r_begin;
+  const auto streams = static_cast<int>(std::min<int64_t>({max_rows, decode_stream_count(), n / kMinStreamRows}));
+  int64_t r = r_begin;
+  if (streams > 1) {
+    const int64_t len = n / streams;
+    float out[kMaxStreams];
+    for (int64_t j = 0; j < len; ++j) {
+      tile(row(r_begin + j), len * ws, streams, x, 0, 1, cols, out, 1);
+      for (int s = 0; s < streams; ++s) y[r_begin + s * len + j] = out[s];
+    }
+    r = r_begin + streams * len;
+  }
+  // The rest (or all, for short ranges) one row after another.
+  for (; r < r_end; ++r) tile(row(r), ws, 1, x, 0, 1, cols, y + r, 1);
+}
+
+// The tiled path (k.gemm): a single token goes through decode_streams;
+// otherwise rows in L2-sized chunks per thread, inside a chunk tokens in
+// groups of `tile_tokens` and rows in groups of `tile_rows`, each
+// (rows × tokens) tile one kernel call over the whole reduction.
+template <typename WT, typename XT, typename TileFn>
+void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, const uint8_t* w, size_t w_row_bytes, const uint8_t* x,
+                size_t x_row_bytes, int64_t cols, int64_t rows, int64_t n_tokens, float* y, int64_t r_begin,
+                int64_t r_end) {
+  if (n_tokens == 1) {
+    decode_streams<WT>(tile, tile_rows, w, w_row_bytes, reinterpret_cast<const XT*>(x), cols, y, r_begin, r_end);
+    return;
+  }
   const int64_t chunk =
       n_tokens == 1
           ? (r_end - r_begin)
           : std::max<int64_t>(tile_rows, static_cast<int64_t>(kTileBytes / w_row_bytes) / tile_rows * tile_rows);
   const auto ws = static_cast<int64_t>(w_row_bytes);
   const auto xs = static_cast<int64_t>(x_row_bytes);
-  if (n_tokens == 1) tile_rows = decode_rows;
   for (int64_t c0 = r_begin; c0 < r_end; c0 += chunk) {
     const int64_t c1 = std::min(r_end, c0 + chunk);
     for (int64_t t = 0; t < n_tokens; t += tile_tokens) {
@@ -98,25 +147,40 @@ void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, int decode_rows, co
   }
 }
 
-// Quantized decode streams weight rows from DRAM one at a time (on Zen 4,
-// interleaving two rows' streams measured 40% slower end to end), all of a
-// thread's rows in one kernel call (gemm.h: tokens == 1 takes any row count).
-// Tiles of any shape give the same bits, so this is purely a speed choice.
-constexpr int kQuantDecodeRows = 1 << 30;
-
 bool has_tile_kernel(DType t) {
   return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8_0 || t == DType::kQ4_0;
 }
 
-// Splits [0, rows) over the pool in kRowGranule multiples and runs body(r0, r1).
+// Chunks per thread for dynamic scheduling (for_row_chunks).
+constexpr int64_t kChunksPerThread = 4;
+
+// Splits [0, rows) over the pool in kRowGranule multiples and runs
+// body(r0, r1): one static share per thread, or, when `dynamic`, about
+// kChunksPerThread chunks per thread handed out in order by an atomic
+// counter, so that a thread the VM slows down takes fewer instead of the
+// other waiting for it at the join (decode: ~5 points of the roofline on
+// average on this VM; prefill measured no better). Which thread computes a
+// row never changes its bits.
 template <typename Body>
-void for_row_chunks(ThreadPool& pool, int64_t rows, Body&& body) {
+void for_row_chunks(ThreadPool& pool, int64_t rows, bool dynamic, Body&& body) {
   const int nt = pool.size();
   if (nt == 1 || rows < 2 * kRowGranule) {
     body(0, rows);
     return;
   }
   const int64_t granules = (rows + kRowGranule - 1) / kRowGranule;
+  if (dynamic) {
+    const int64_t per = std::max<int64_t>(1, granules / (nt * kChunksPerThread));
+    std::atomic<int64_t> next{0};
+    pool.run([&](int, int) {
+      for (;;) {
+        const int64_t g0 = next.fetch_add(per, std::memory_order_relaxed);
+        if (g0 >= granules) return;
+        body(g0 * kRowGranule, std::min(rows, (g0 + per) * kRowGranule));
+      }
+    });
+    return;
+  }
   pool.run([&](int i, int n) {
     const int64_t r0 = std::min(rows, granules * i / n * kRowGranule);
     const int64_t r1 = std::min(rows, granules * (i + 1) / n * kRowGranule);
@@ -187,24 +251,24 @@ void compute_matrix_rows(const Kernels& k, bool tiled, const MatrixView& w, cons
     const GemmKernels& g = *k.gemm;
     switch (w.dtype) {
       case DType::kQ8_0:
-        tiled_rows<BlockQ8_0, PackedQ8x4Group>(g.tile_q8_0, g.quant_rows, g.quant_tokens, kQuantDecodeRows, wb,
-                                               w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+        tiled_rows<BlockQ8_0, PackedQ8x4Group>(g.tile_q8_0, g.quant_rows, g.quant_tokens, wb, w_row_bytes, x.data,
+                                               x.row_bytes, cols, rows, n_tokens, y, r0, r1);
         return;
       case DType::kQ4_0:
-        tiled_rows<BlockQ4_0, PackedQ8x4Group>(g.tile_q4_0, g.quant_rows, g.quant_tokens, kQuantDecodeRows, wb,
-                                               w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+        tiled_rows<BlockQ4_0, PackedQ8x4Group>(g.tile_q4_0, g.quant_rows, g.quant_tokens, wb, w_row_bytes, x.data,
+                                               x.row_bytes, cols, rows, n_tokens, y, r0, r1);
         return;
       case DType::kF32:
-        tiled_rows<float, float>(g.tile_f32, g.float_rows, g.float_tokens, g.float_rows, wb, w_row_bytes, x.data,
-                                 x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+        tiled_rows<float, float>(g.tile_f32, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols,
+                                 rows, n_tokens, y, r0, r1);
         return;
       case DType::kF16:
-        tiled_rows<uint16_t, float>(g.tile_f16, g.float_rows, g.float_tokens, g.float_rows, wb, w_row_bytes, x.data,
-                                    x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+        tiled_rows<uint16_t, float>(g.tile_f16, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes,
+                                    cols, rows, n_tokens, y, r0, r1);
         return;
       default:
-        tiled_rows<uint16_t, float>(g.tile_bf16, g.float_rows, g.float_tokens, g.float_rows, wb, w_row_bytes, x.data,
-                                    x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+        tiled_rows<uint16_t, float>(g.tile_bf16, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes,
+                                    cols, rows, n_tokens, y, r0, r1);
         return;
     }
   }
@@ -289,7 +353,8 @@ void matmul_multi(ThreadPool& pool, const Kernels& k, std::span<const MatmulTarg
   int64_t total = 0;
   for (const MatmulTarget& t : targets) total += std::max<int64_t>(0, t.w.rows);
   // One parallel region over the rows of all matrices, as if stacked.
-  for_row_chunks(pool, total, [&](int64_t g0, int64_t g1) {
+  const bool dynamic = n_tokens == 1 && decode_stream_count() > 1;
+  for_row_chunks(pool, total, dynamic, [&](int64_t g0, int64_t g1) {
     int64_t offset = 0;
     for (const MatmulTarget& t : targets) {
       const int64_t lo = std::max(g0, offset), hi = std::min(g1, offset + t.w.rows);
