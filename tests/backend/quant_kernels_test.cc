@@ -29,20 +29,29 @@ float call_dot(const Kernels& k, DType t, const void* w, const void* x, int64_t 
   const auto* x0 = static_cast<const BlockQ8_0*>(x);
   const auto* xk = static_cast<const BlockQ8_K*>(x);
   switch (t) {
-    case DType::kQ4_1: return q.dot_q4_1(static_cast<const BlockQ4_1*>(w), x0, n);
-    case DType::kQ5_0: return q.dot_q5_0(static_cast<const BlockQ5_0*>(w), x0, n);
-    case DType::kQ5_1: return q.dot_q5_1(static_cast<const BlockQ5_1*>(w), x0, n);
-    case DType::kQ2_K: return q.dot_q2_k(static_cast<const BlockQ2_K*>(w), xk, n);
-    case DType::kQ3_K: return q.dot_q3_k(static_cast<const BlockQ3_K*>(w), xk, n);
-    case DType::kQ4_K: return q.dot_q4_k(static_cast<const BlockQ4_K*>(w), xk, n);
-    case DType::kQ5_K: return q.dot_q5_k(static_cast<const BlockQ5_K*>(w), xk, n);
-    case DType::kQ6_K: return q.dot_q6_k(static_cast<const BlockQ6_K*>(w), xk, n);
+    case DType::kQ4_1:
+      return q.dot_q4_1(static_cast<const BlockQ4_1*>(w), x0, n);
+    case DType::kQ5_0:
+      return q.dot_q5_0(static_cast<const BlockQ5_0*>(w), x0, n);
+    case DType::kQ5_1:
+      return q.dot_q5_1(static_cast<const BlockQ5_1*>(w), x0, n);
+    case DType::kQ2_K:
+      return q.dot_q2_k(static_cast<const BlockQ2_K*>(w), xk, n);
+    case DType::kQ3_K:
+      return q.dot_q3_k(static_cast<const BlockQ3_K*>(w), xk, n);
+    case DType::kQ4_K:
+      return q.dot_q4_k(static_cast<const BlockQ4_K*>(w), xk, n);
+    case DType::kQ5_K:
+      return q.dot_q5_k(static_cast<const BlockQ5_K*>(w), xk, n);
+    case DType::kQ6_K:
+      return q.dot_q6_k(static_cast<const BlockQ6_K*>(w), xk, n);
     case DType::kF32:
     case DType::kF16:
     case DType::kBF16:
     case DType::kQ8_0:
     case DType::kQ4_0:
-    case DType::kQ8_K: break;
+    case DType::kQ8_K:
+      break;
   }
   ADD_FAILURE() << "no QuantKernels entry for " << dtype_name(t);
   return 0;
@@ -63,17 +72,28 @@ void sanitize_scales(DType t, uint8_t* w, int64_t n_blocks, std::mt19937& rng) {
       case DType::kQ4_1:
       case DType::kQ5_1:
       case DType::kQ4_K:
-      case DType::kQ5_K: put(blk), put(blk + 2); break;  // d, m / dmin first
-      case DType::kQ5_0: put(blk); break;
-      case DType::kQ2_K: put(blk + offsetof(BlockQ2_K, d)), put(blk + offsetof(BlockQ2_K, dmin)); break;
-      case DType::kQ3_K: put(blk + offsetof(BlockQ3_K, d)); break;
-      case DType::kQ6_K: put(blk + offsetof(BlockQ6_K, d)); break;
+      case DType::kQ5_K:
+        put(blk), put(blk + 2);
+        break;  // d, m / dmin first
+      case DType::kQ5_0:
+        put(blk);
+        break;
+      case DType::kQ2_K:
+        put(blk + offsetof(BlockQ2_K, d)), put(blk + offsetof(BlockQ2_K, dmin));
+        break;
+      case DType::kQ3_K:
+        put(blk + offsetof(BlockQ3_K, d));
+        break;
+      case DType::kQ6_K:
+        put(blk + offsetof(BlockQ6_K, d));
+        break;
       case DType::kF32:
       case DType::kF16:
       case DType::kBF16:
       case DType::kQ8_0:
       case DType::kQ4_0:
-      case DType::kQ8_K: break;
+      case DType::kQ8_K:
+        break;
     }
   }
 }
@@ -116,6 +136,36 @@ TEST(QuantKernels, QuantizedRowsMatchReference) {
       c.x.resize(dtype_row_bytes(act, n));
       quantize_row(act, random_floats(n, seed++, 3.0f).data(), c.x.data(), n);
       check_case(t, c, n);
+    }
+  }
+}
+
+// The K-quant dot_rows kernels give each row the single-row dot's bits, for
+// rows with padding between them (decode calls them on rows far apart).
+TEST(QuantKernels, KQuantDotRowsBitIdenticalToDot) {
+  uint32_t seed = 900;
+  for (DType t : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    for (int64_t n : {int64_t{256}, int64_t{768}, int64_t{4096}}) {
+      const size_t row_bytes = dtype_row_bytes(t, n);
+      const auto stride = static_cast<int64_t>(row_bytes + 3 * dtype_block_bytes(t));
+      std::vector<uint8_t> w(static_cast<size_t>(stride) * kDotRows);
+      for (int r = 0; r < kDotRows; ++r) quantize_row(t, random_floats(n, seed++).data(), w.data() + r * stride, n);
+      std::vector<uint8_t> x(dtype_row_bytes(DType::kQ8_K, n));
+      quantize_row(DType::kQ8_K, random_floats(n, seed++, 3.0f).data(), x.data(), n);
+      const auto* xk = reinterpret_cast<const BlockQ8_K*>(x.data());
+      for (Isa isa : supported_isas()) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(n) + " " + isa_label(isa));
+        const QuantKernels& q = *kernels_for(isa).quant;
+        float out[kDotRows];
+        if (t == DType::kQ4_K) q.dot_rows_q4_k(reinterpret_cast<const BlockQ4_K*>(w.data()), stride, xk, n, out);
+        if (t == DType::kQ5_K) q.dot_rows_q5_k(reinterpret_cast<const BlockQ5_K*>(w.data()), stride, xk, n, out);
+        if (t == DType::kQ6_K) q.dot_rows_q6_k(reinterpret_cast<const BlockQ6_K*>(w.data()), stride, xk, n, out);
+        for (int r = 0; r < kDotRows; ++r) {
+          const float single = call_dot(kernels_for(isa), t, w.data() + r * stride, x.data(), n);
+          EXPECT_EQ(0, std::memcmp(&out[r], &single, sizeof(float)))
+              << "row " << r << ": " << out[r] << " vs " << single;
+        }
+      }
     }
   }
 }
@@ -176,7 +226,8 @@ TEST(QuantKernels, QuantizeQ8_KBitIdenticalEdgeRows) {
   }
   {
     std::vector<float> r(n);  // amax 127: x * id lands on k + 0.5 exactly
-    for (int64_t i = 0; i < n; ++i) r[i] = static_cast<float>(i % 255 - 127) + (i % 3 == 0 ? 0.5f : (i % 3 == 1 ? -0.5f : 0.25f));
+    for (int64_t i = 0; i < n; ++i)
+      r[i] = static_cast<float>(i % 255 - 127) + (i % 3 == 0 ? 0.5f : (i % 3 == 1 ? -0.5f : 0.25f));
     r[0] = 127.0f;
     rows.push_back(r);
     for (float& v : r) v *= 0.5f;  // amax 63.5: ties in the scaled values again

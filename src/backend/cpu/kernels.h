@@ -37,6 +37,12 @@ struct QuantKernels {
   float (*dot_q4_k)(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n);
   float (*dot_q5_k)(const BlockQ5_K* w, const BlockQ8_K* x, int64_t n);
   float (*dot_q6_k)(const BlockQ6_K* w, const BlockQ8_K* x, int64_t n);
+  // kDotRows rows `row_stride` bytes apart against one Q8_K row, super-block
+  // by super-block; out[r] bit-identical to the single-row dot of row r
+  // (decode reads the rows as concurrent streams, see matmul.cc).
+  void (*dot_rows_q4_k)(const BlockQ4_K* w, int64_t row_stride, const BlockQ8_K* x, int64_t n, float* out);
+  void (*dot_rows_q5_k)(const BlockQ5_K* w, int64_t row_stride, const BlockQ8_K* x, int64_t n, float* out);
+  void (*dot_rows_q6_k)(const BlockQ6_K* w, int64_t row_stride, const BlockQ8_K* x, int64_t n, float* out);
   // x[n] -> y[n/256]; bit-identical to quantize_row_q8_k_ref on every ISA.
   void (*quantize_row_q8_k)(const float* x, BlockQ8_K* y, int64_t n);
 };

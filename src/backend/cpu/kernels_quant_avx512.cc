@@ -32,6 +32,9 @@ const QuantKernels kQuantAvx512{
     .dot_q4_k = dot_q4_k,
     .dot_q5_k = dot_q5_k,
     .dot_q6_k = dot_q6_k,
+    .dot_rows_q4_k = dot_rows_q4_k,
+    .dot_rows_q5_k = dot_rows_q5_k,
+    .dot_rows_q6_k = dot_rows_q6_k,
     .quantize_row_q8_k = quantize_row_q8_k_simd,
 };
 

@@ -47,7 +47,8 @@ float dot_q4_1(const BlockQ4_1* w, const BlockQ8_0* x, int64_t n) {
     int32_t sumi, sumx;
     sums_q4(w[b].qs, x[b].qs, &sumi, &sumx);
     const float dx = fp16_to_fp32(x[b].d);
-    sum += static_cast<float>(sumi) * (fp16_to_fp32(w[b].d) * dx) + static_cast<float>(sumx) * (fp16_to_fp32(w[b].m) * dx);
+    sum +=
+        static_cast<float>(sumi) * (fp16_to_fp32(w[b].d) * dx) + static_cast<float>(sumx) * (fp16_to_fp32(w[b].m) * dx);
   }
   return sum;
 }
@@ -68,7 +69,8 @@ float dot_q5_1(const BlockQ5_1* w, const BlockQ8_0* x, int64_t n) {
     int32_t sumi, sumx;
     sums_q5(w[b].qs, w[b].qh, x[b].qs, &sumi, &sumx);
     const float dx = fp16_to_fp32(x[b].d);
-    sum += static_cast<float>(sumi) * (fp16_to_fp32(w[b].d) * dx) + static_cast<float>(sumx) * (fp16_to_fp32(w[b].m) * dx);
+    sum +=
+        static_cast<float>(sumi) * (fp16_to_fp32(w[b].d) * dx) + static_cast<float>(sumx) * (fp16_to_fp32(w[b].m) * dx);
   }
   return sum;
 }
@@ -89,7 +91,8 @@ float dot_q2_k(const BlockQ2_K* w, const BlockQ8_K* x, int64_t n) {
         }
       }
     }
-    sum += x[b].d * (fp16_to_fp32(w[b].d) * static_cast<float>(sumi) - fp16_to_fp32(w[b].dmin) * static_cast<float>(summ));
+    sum +=
+        x[b].d * (fp16_to_fp32(w[b].d) * static_cast<float>(sumi) - fp16_to_fp32(w[b].dmin) * static_cast<float>(summ));
   }
   return sum;
 }
@@ -138,13 +141,18 @@ float dot_q45_k(const Block* w, const BlockQ8_K* x, int64_t n) {
       }
       sumi += sc * acc;
     }
-    sum += x[b].d * (fp16_to_fp32(w[b].d) * static_cast<float>(sumi) - fp16_to_fp32(w[b].dmin) * static_cast<float>(summ));
+    sum +=
+        x[b].d * (fp16_to_fp32(w[b].d) * static_cast<float>(sumi) - fp16_to_fp32(w[b].dmin) * static_cast<float>(summ));
   }
   return sum;
 }
 
-float dot_q4_k(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n) { return dot_q45_k<4>(w, x, n); }
-float dot_q5_k(const BlockQ5_K* w, const BlockQ8_K* x, int64_t n) { return dot_q45_k<5>(w, x, n); }
+float dot_q4_k(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n) {
+  return dot_q45_k<4>(w, x, n);
+}
+float dot_q5_k(const BlockQ5_K* w, const BlockQ8_K* x, int64_t n) {
+  return dot_q45_k<5>(w, x, n);
+}
 
 float dot_q6_k(const BlockQ6_K* w, const BlockQ8_K* x, int64_t n) {
   float sum = 0.0f;
@@ -195,6 +203,15 @@ void quantize_row_q8_k_scalar(const float* x, BlockQ8_K* y, int64_t n) {
   }
 }
 
+// kDotRows single-row dots, rows `row_stride` bytes apart (the scalar
+// reference has nothing to share between rows).
+template <typename Block, float (*Dot)(const Block*, const BlockQ8_K*, int64_t)>
+void dot_rows_k(const Block* w, int64_t row_stride, const BlockQ8_K* x, int64_t n, float* out) {
+  for (int r = 0; r < kDotRows; ++r) {
+    out[r] = Dot(reinterpret_cast<const Block*>(reinterpret_cast<const char*>(w) + r * row_stride), x, n);
+  }
+}
+
 const QuantKernels kQuantScalar{
     .dot_q4_1 = dot_q4_1,
     .dot_q5_0 = dot_q5_0,
@@ -204,6 +221,9 @@ const QuantKernels kQuantScalar{
     .dot_q4_k = dot_q4_k,
     .dot_q5_k = dot_q5_k,
     .dot_q6_k = dot_q6_k,
+    .dot_rows_q4_k = dot_rows_k<BlockQ4_K, dot_q4_k>,
+    .dot_rows_q5_k = dot_rows_k<BlockQ5_K, dot_q5_k>,
+    .dot_rows_q6_k = dot_rows_k<BlockQ6_K, dot_q6_k>,
     .quantize_row_q8_k = quantize_row_q8_k_scalar,
 };
 

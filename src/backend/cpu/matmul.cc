@@ -36,41 +36,6 @@ constexpr size_t kTileBytes = 192 * 1024;
 // threads never write the same cache line of y for decode.
 constexpr int64_t kRowGranule = 16;
 
-// Computes y[t, r] for r in [r_begin, r_end) and all tokens, tile by tile;
-// kDotRows rows at a time share the activation loads (bit-identical to the
-// single-row dot, so where the groups start does not matter). WT/XT are the
-// kernel's weight and activation element types.
-template <typename WT, typename XT>
-void compute_rows(float (*dot)(const WT*, const XT*, int64_t),
-                  void (*dot_rows)(const WT*, int64_t, const XT*, int64_t, float*), const uint8_t* w,
-                  size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, int64_t cols, int64_t rows,
-                  int64_t n_tokens, float* y, int64_t r_begin, int64_t r_end, bool group_rows) {
-  const auto stride = static_cast<int64_t>(w_row_bytes);
-  const int64_t tile =
-      n_tokens == 1 ? (r_end - r_begin)
-                    : std::max<int64_t>(kDotRows, static_cast<int64_t>(kTileBytes / w_row_bytes) / kDotRows * kDotRows);
-  auto w_row = [&](int64_t r) { return reinterpret_cast<const WT*>(w + static_cast<size_t>(r) * w_row_bytes); };
-  for (int64_t r0 = r_begin; r0 < r_end; r0 += tile) {
-    const int64_t r1 = std::min(r_end, r0 + tile);
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      const auto* xt = reinterpret_cast<const XT*>(x + static_cast<size_t>(t) * x_row_bytes);
-      float* yt = y + t * rows;  // [rows]
-      int64_t r = r0;
-      if (group_rows) {
-        for (; r + kDotRows <= r1; r += kDotRows) dot_rows(w_row(r), stride, xt, cols, yt + r);
-      }
-      for (; r < r1; ++r) yt[r] = dot(w_row(r), xt, cols);
-    }
-  }
-}
-
-// Pointer into `scratch` aligned to 64 bytes with room for `bytes` more.
-uint8_t* aligned_scratch(std::vector<uint8_t>& scratch, size_t bytes) {
-  if (scratch.size() < bytes + 64) scratch.resize(bytes + 64);
-  const auto addr = reinterpret_cast<uintptr_t>(scratch.data());
-  return scratch.data() + ((64 - addr % 64) % 64);
-}
-
 // Decode (one token) streams every weight row once from DRAM. A chunk of
 // rows [r_begin, r_end) is cut into up to decode_stream_count() equal
 // sub-ranges walked together, one tile of rows spaced a sub-range apart per
@@ -113,6 +78,55 @@ void decode_streams(TileFn tile, int max_rows, const uint8_t* w, size_t w_row_by
   }
   // The rest (or all, for short ranges) one row after another.
   for (; r < r_end; ++r) tile(row(r), ws, 1, x, 0, 1, cols, y + r, 1);
+}
+
+// Computes y[t, r] for r in [r_begin, r_end) and all tokens, tile by tile;
+// kDotRows rows at a time share the activation loads (bit-identical to the
+// single-row dot, so where the groups start does not matter). WT/XT are the
+// kernel's weight and activation element types.
+template <typename WT, typename XT>
+void compute_rows(float (*dot)(const WT*, const XT*, int64_t),
+                  void (*dot_rows)(const WT*, int64_t, const XT*, int64_t, float*), const uint8_t* w,
+                  size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, int64_t cols, int64_t rows,
+                  int64_t n_tokens, float* y, int64_t r_begin, int64_t r_end, bool group_rows) {
+  const auto stride = static_cast<int64_t>(w_row_bytes);
+  if (n_tokens == 1 && dot_rows != nullptr && decode_stream_count() > 1) {
+    // Decode: kDotRows rows a sub-range apart per call (decode_streams).
+    auto rows_fn = [&](const WT* wr, int64_t ws, int nr, const XT* xt, int64_t, int, int64_t n, float* out, int64_t) {
+      if (nr == kDotRows) {
+        dot_rows(wr, ws, xt, n, out);
+        return;
+      }
+      for (int r = 0; r < nr; ++r) {
+        out[r] = dot(reinterpret_cast<const WT*>(reinterpret_cast<const uint8_t*>(wr) + r * ws), xt, n);
+      }
+    };
+    decode_streams<WT>(rows_fn, kDotRows, w, w_row_bytes, reinterpret_cast<const XT*>(x), cols, y, r_begin, r_end);
+    return;
+  }
+  const int64_t tile =
+      n_tokens == 1 ? (r_end - r_begin)
+                    : std::max<int64_t>(kDotRows, static_cast<int64_t>(kTileBytes / w_row_bytes) / kDotRows * kDotRows);
+  auto w_row = [&](int64_t r) { return reinterpret_cast<const WT*>(w + static_cast<size_t>(r) * w_row_bytes); };
+  for (int64_t r0 = r_begin; r0 < r_end; r0 += tile) {
+    const int64_t r1 = std::min(r_end, r0 + tile);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const auto* xt = reinterpret_cast<const XT*>(x + static_cast<size_t>(t) * x_row_bytes);
+      float* yt = y + t * rows;  // [rows]
+      int64_t r = r0;
+      if (group_rows) {
+        for (; r + kDotRows <= r1; r += kDotRows) dot_rows(w_row(r), stride, xt, cols, yt + r);
+      }
+      for (; r < r1; ++r) yt[r] = dot(w_row(r), xt, cols);
+    }
+  }
+}
+
+// Pointer into `scratch` aligned to 64 bytes with room for `bytes` more.
+uint8_t* aligned_scratch(std::vector<uint8_t>& scratch, size_t bytes) {
+  if (scratch.size() < bytes + 64) scratch.resize(bytes + 64);
+  const auto addr = reinterpret_cast<uintptr_t>(scratch.data());
+  return scratch.data() + ((64 - addr % 64) % 64);
 }
 
 // The tiled path (k.gemm): a single token goes through decode_streams;
@@ -320,13 +334,13 @@ void compute_matrix_rows(const Kernels& k, bool tiled, const MatrixView& w, cons
       run_single(k.quant->dot_q3_k);
       return;
     case DType::kQ4_K:
-      run_single(k.quant->dot_q4_k);
+      run(k.quant->dot_q4_k, k.quant->dot_rows_q4_k);
       return;
     case DType::kQ5_K:
-      run_single(k.quant->dot_q5_k);
+      run(k.quant->dot_q5_k, k.quant->dot_rows_q5_k);
       return;
     case DType::kQ6_K:
-      run_single(k.quant->dot_q6_k);
+      run(k.quant->dot_q6_k, k.quant->dot_rows_q6_k);
       return;
     case DType::kQ8_K:
       return;  // rejected by matmul_multi
