@@ -77,6 +77,7 @@ int bench_main(const BenchOptions& o) {
   // each run is also judged against the bandwidth measured right before and
   // right after it (the higher of the two).
   std::vector<double> run_fraction;
+  std::vector<std::string> run_detail;  // "f% (tok/s at GB/s)" per run
   double before = bandwidth;
   for (int r = 0; r < o.repeats; ++r) {
     auto res = (*gen)->generate(prompt, opts, consume);
@@ -88,7 +89,10 @@ int bench_main(const BenchOptions& o) {
     best_tpot_ms = std::min(best_tpot_ms, tpot_ms);
     if (probe) {
       const double after = probe->measure();
-      run_fraction.push_back(bytes_per_token * 1000.0 / tpot_ms / std::max(before, after));
+      const double run_bw = std::max(before, after);
+      run_fraction.push_back(bytes_per_token * 1000.0 / tpot_ms / run_bw);
+      run_detail.push_back(fmt::format("{:.1f}% ({:.2f} tok/s at {:.2f} GB/s)", 100.0 * run_fraction.back(),
+                                       1000.0 / tpot_ms, run_bw / 1e9));
       bandwidth = std::max(bandwidth, after);
       before = after;
     }
@@ -98,7 +102,7 @@ int bench_main(const BenchOptions& o) {
              decode_tps, best_tpot_ms, format_byte_size(static_cast<uint64_t>(bytes_per_token)));
   if (probe && !run_fraction.empty()) {
     std::string runs;
-    for (double f : run_fraction) runs += fmt::format("{}{:.1f}%", runs.empty() ? "" : ", ", 100.0 * f);
+    for (const std::string& d : run_detail) runs += (runs.empty() ? "" : ", ") + d;
     std::vector<double> sorted = run_fraction;
     std::sort(sorted.begin(), sorted.end());
     const size_t mid = sorted.size() / 2;
@@ -133,7 +137,8 @@ Runner register_bench(CLI::App& app) {
   add_engine_flags(*sub, o->engine);
   sub->add_option("-p,--prompt-tokens", o->prompt_tokens, "Prompt tokens for prefill")->check(CLI::Range(1, 1 << 20));
   sub->add_option("-n,--decode-tokens", o->decode_tokens, "Tokens to decode")->check(CLI::Range(2, 1 << 20));
-  sub->add_option("-r,--repeats", o->repeats, "Repetitions (best is reported)")->check(CLI::Range(1, 100));
+  sub->add_option("-r,--repeats", o->repeats, "Measured runs (best and median reported, after one warm-up)")
+      ->check(CLI::Range(1, 100));
   sub->add_flag("--skip-bandwidth", o->skip_bandwidth, "Do not measure memory bandwidth");
   return [o] { return bench_main(*o); };
 }

@@ -170,10 +170,11 @@ int run_main(RunOptions o) {
   for (size_t i = 0; i < prompts.size(); ++i) {
     // The engine makes the same check in its API's terms (max_tokens).
     const auto n_prompt = static_cast<int64_t>(prompts[i].size());
-    if (o.gen.max_tokens >= 0 && n_prompt < cfg.ctx_size && n_prompt + o.gen.max_tokens > cfg.ctx_size) {
+    const int64_t ctx = (*engine)->context_tokens();  // --kv-cache-memory's capacity when given
+    if (o.gen.max_tokens >= 0 && n_prompt < ctx && n_prompt + o.gen.max_tokens > ctx) {
       const Status st = out_of_range("the prompt (" + std::to_string(n_prompt) + " tokens) plus -n " +
                                      std::to_string(o.gen.max_tokens) + " exceeds the context length " +
-                                     std::to_string(cfg.ctx_size) + " (lower -n or raise --ctx-size)");
+                                     std::to_string(ctx) + " (lower -n or raise --ctx-size or --kv-cache-memory)");
       if (prompts.size() == 1) return fail(st);
       outcomes[i].error = st;
       continue;

@@ -2,13 +2,13 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "cli_common.h"
-#include "core/cpu_features.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tessera: run and serve large language models (GGUF or Hugging Face) on the CPU"};
@@ -49,10 +49,25 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "tessera: error: {} (see --help)\n", e.what());
     return tessera::cli::kExitUsage;
   }
-  // A misspelt TESSERA_ISA would otherwise run the default kernels unnoticed.
-  if (const char* isa = std::getenv("TESSERA_ISA"); isa != nullptr && !tessera::is_isa_name(isa)) {
-    fmt::print(stderr, "tessera: error: TESSERA_ISA={}: expected scalar, avx2 or avx512\n", isa);
-    return tessera::cli::kExitUsage;
+  // The kernel switches (README "Build"); a misspelt value would otherwise
+  // run the default kernels, or another schedule, unnoticed. Empty = unset.
+  struct EnvSwitch {
+    const char* name;
+    std::vector<std::string> values;
+    const char* expected;
+  };
+  const EnvSwitch switches[] = {
+      {"TESSERA_ISA", {"scalar", "avx2", "avx512"}, "scalar, avx2 or avx512"},
+      {"TESSERA_TILED_GEMM", {"0", "1"}, "0 or 1"},
+      {"TESSERA_DECODE_STREAMS", {"1", "2", "3", "4"}, "1, 2, 3 or 4"},
+  };
+  for (const EnvSwitch& sw : switches) {
+    const char* v = std::getenv(sw.name);
+    if (v == nullptr || *v == '\0') continue;
+    if (std::find(sw.values.begin(), sw.values.end(), v) == sw.values.end()) {
+      fmt::print(stderr, "tessera: error: {}={}: expected {}\n", sw.name, v, sw.expected);
+      return tessera::cli::kExitUsage;
+    }
   }
   return runners.at(app.get_subcommands().front()->get_name())();
 }

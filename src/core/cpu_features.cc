@@ -67,13 +67,6 @@ std::vector<Isa> supported_isas() {
   return out;
 }
 
-bool is_isa_name(std::string_view name) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
-    if (name == isa_name(isa)) return true;
-  }
-  return false;
-}
-
 Isa best_isa() {
   Isa best = supported_isas().back();
   if (const char* env = std::getenv("TESSERA_ISA")) {

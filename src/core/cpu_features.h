@@ -3,7 +3,6 @@
 // any x86-64 machine.
 #pragma once
 
-#include <string_view>
 #include <vector>
 
 namespace tessera {
@@ -25,12 +24,8 @@ const CpuFeatures& cpu_features();
 
 // The best path this CPU supports, lowered by the environment variable
 // TESSERA_ISA=scalar|avx2|avx512 when set (for tests and benchmarks; a path
-// this CPU lacks leaves the best one).
+// this CPU lacks leaves the best one; the CLI refuses other values).
 Isa best_isa();
-
-// True when `name` is an isa_name() ("scalar", "avx2", "avx512"): the values
-// TESSERA_ISA accepts (the CLI refuses others instead of ignoring them).
-bool is_isa_name(std::string_view name);
 
 // Every path this CPU supports, scalar first (kernel tests iterate over them).
 std::vector<Isa> supported_isas();

@@ -34,8 +34,11 @@ expect_error(1 run -m ${CMAKE_CURRENT_LIST_FILE} -p hi)
 expect_error(1 run -m ${STORIES} -p "Once upon a time there was a dog" --ctx-size 4)
 expect_error(1 run -m ${STORIES} --prompt-ids 1,99999)
 # -n past the context is named in the command line's terms.
-expect_error_matching(1 "plus -n 600 exceeds the context length 64 \\(lower -n or raise --ctx-size\\)"
+expect_error_matching(1 "plus -n 600 exceeds the context length 64 \\(lower -n or raise --ctx-size or --kv-cache-memory\\)"
                       run -m ${STORIES} -p "Once upon a time" -n 600 --ctx-size 64)
+# With --kv-cache-memory the context is the cache's capacity (640 bytes per token: 20 KiB = 32 tokens).
+expect_error_matching(1 "plus -n 40 exceeds the context length 32"
+                      run -m ${STORIES} -p "Once upon a time" -n 40 --kv-cache-memory 20KiB)
 expect_error(1 run -m ${STORIES} --prompt-ids 1,x)
 expect_error(1 run -m ${STORIES} -p hi --kv-cache-memory 12XB)
 expect_error(1 inspect /nonexistent.gguf)
@@ -52,4 +55,8 @@ file(REMOVE ${BAD_DATASET})
 set(TESSERA_REAL ${TESSERA})
 set(TESSERA ${CMAKE_COMMAND} -E env TESSERA_ISA=avx9 ${TESSERA_REAL})
 expect_error_matching(2 "TESSERA_ISA=avx9: expected scalar, avx2 or avx512" run -m ${STORIES} -p hi)
+set(TESSERA ${CMAKE_COMMAND} -E env TESSERA_DECODE_STREAMS=abc ${TESSERA_REAL})
+expect_error_matching(2 "TESSERA_DECODE_STREAMS=abc: expected 1, 2, 3 or 4" run -m ${STORIES} -p hi)
+set(TESSERA ${CMAKE_COMMAND} -E env TESSERA_TILED_GEMM=off ${TESSERA_REAL})
+expect_error_matching(2 "TESSERA_TILED_GEMM=off: expected 0 or 1" run -m ${STORIES} -p hi)
 set(TESSERA ${TESSERA_REAL})

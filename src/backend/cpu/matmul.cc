@@ -49,12 +49,15 @@ constexpr int64_t kMaxStreams = 4;
 constexpr int64_t kMinStreamRows = 16;  // shorter sub-ranges are not worth a stream
 
 // kMaxStreams, or TESSERA_DECODE_STREAMS=1..4 (1: the previous schedule, one
-// stream per thread over a static half of the rows; for side-by-side runs).
+// stream per thread over a static share of the rows; for side-by-side runs).
 int decode_stream_count() {
   static const int n = [] {
     const char* env = std::getenv("TESSERA_DECODE_STREAMS");
-    const int v = env != nullptr ? std::atoi(env) : static_cast<int>(kMaxStreams);
-    return std::clamp(v, 1, static_cast<int>(kMaxStreams));
+    // Only "1".."4"; anything else (the CLI refuses it) keeps the default.
+    if (env == nullptr || env[0] < '1' || env[0] > '0' + kMaxStreams || env[1] != '\0') {
+      return static_cast<int>(kMaxStreams);
+    }
+    return env[0] - '0';
   }();
   return n;
 }
