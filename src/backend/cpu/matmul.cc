@@ -145,9 +145,7 @@ void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, const uint8_t* w, s
     return;
   }
   const int64_t chunk =
-      n_tokens == 1
-          ? (r_end - r_begin)
-          : std::max<int64_t>(tile_rows, static_cast<int64_t>(kTileBytes / w_row_bytes) / tile_rows * tile_rows);
+      std::max<int64_t>(tile_rows, static_cast<int64_t>(kTileBytes / w_row_bytes) / tile_rows * tile_rows);
   const auto ws = static_cast<int64_t>(w_row_bytes);
   const auto xs = static_cast<int64_t>(x_row_bytes);
   for (int64_t c0 = r_begin; c0 < r_end; c0 += chunk) {
