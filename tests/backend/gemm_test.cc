@@ -199,10 +199,28 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
           }
         }
         if (is_quant(t)) {
-          // Decode form: one token, all rows in one call.
-          std::vector<float> y(one.size(), std::nanf(""));
-          for (int64_t k = 0; k < p.tokens; ++k) run_tile(*g, p, a, 0, static_cast<int>(p.rows), k, 1, y.data());
-          ASSERT_EQ(0, std::memcmp(y.data(), one.data(), y.size() * sizeof(float))) << "one token, all rows";
+          // Decode form (matmul's decode_streams): one token, a tile of rows
+          // two rows apart.
+          const auto ws = static_cast<int64_t>(2 * p.w_row_bytes);
+          for (int64_t k = 0; k < p.tokens; ++k) {
+            const auto* xk =
+                reinterpret_cast<const PackedQ8x4Group*>(static_cast<const uint8_t*>(a.data) + k * a.stride);
+            for (int tr = 2; tr <= max_r; ++tr) {
+              for (int64_t r0 = 0; r0 + 2 * (tr - 1) < p.rows; ++r0) {
+                std::vector<float> out(static_cast<size_t>(tr));
+                const uint8_t* w0 = p.w.data() + static_cast<size_t>(r0) * p.w_row_bytes;
+                if (t == DType::kQ8_0) {
+                  g->tile_q8_0(reinterpret_cast<const BlockQ8_0*>(w0), ws, tr, xk, a.stride, 1, n, out.data(), 1);
+                } else {
+                  g->tile_q4_0(reinterpret_cast<const BlockQ4_0*>(w0), ws, tr, xk, a.stride, 1, n, out.data(), 1);
+                }
+                for (int s = 0; s < tr; ++s) {
+                  ASSERT_EQ(0, std::memcmp(&out[s], &one[static_cast<size_t>(k * p.rows + r0 + 2 * s)], sizeof(float)))
+                      << "rows two apart: tile " << tr << " from row " << r0;
+                }
+              }
+            }
+          }
         }
         for (int tr = 1; tr <= max_r; ++tr) {
           for (int tt = 1; tt <= max_t; ++tt) {

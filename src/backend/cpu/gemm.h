@@ -68,9 +68,9 @@ struct GemmKernels {
   // x: first activation row (packed groups for quantized weights, f32 for
   // float weights); x_stride: bytes between activation rows; n: elements per
   // row (a multiple of 32 for quantized weights); y[t * y_stride + r] (floats)
-  // receives the result for r < rows, t < tokens. The quantized kernels also
-  // take any number of rows when tokens == 1 (decode): the rows are then
-  // computed one after another, each exactly as a 1 x 1 tile.
+  // receives the result for r < rows, t < tokens; rows <= the set's
+  // quant_rows / float_rows and tokens <= quant_tokens / float_tokens. Decode
+  // passes rows far apart (w_stride of many rows; matmul.cc decode_streams).
   void (*tile_q8_0)(const BlockQ8_0* w, int64_t w_stride, int rows, const PackedQ8x4Group* x, int64_t x_stride,
                     int tokens, int64_t n, float* y, int64_t y_stride);
   void (*tile_q4_0)(const BlockQ4_0* w, int64_t w_stride, int rows, const PackedQ8x4Group* x, int64_t x_stride,

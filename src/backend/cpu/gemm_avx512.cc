@@ -292,22 +292,12 @@ constexpr ShapeTable<FloatFn32, kFloatRows, kFloatTokens, F32Inst> kF32Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, F16Inst> kF16Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, BF16Inst> kBF16Tiles{};
 
-// One token against many rows, one row after another, each exactly the 1 x 1
-// tile (inlined here, so decode pays no call per row).
-template <typename Rows>
-void rows_one_token(const typename Rows::Block* w, int64_t ws, int rows, const PackedQ8x4Group* x, int64_t n,
-                    float* y) {
-  for (int r = 0; r < rows; ++r) tile_quant<Rows, 1, 1>(advance(w, r * ws), ws, x, 0, n, y + r, 1);
-}
-
 void tile_q8_0(const BlockQ8_0* w, int64_t ws, int rows, const PackedQ8x4Group* x, int64_t xs, int tokens, int64_t n,
                float* y, int64_t ys) {
-  if (tokens == 1 && rows > kQuantRows) return rows_one_token<Q8Rows>(w, ws, rows, x, n, y);
   kQ8Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
 }
 void tile_q4_0(const BlockQ4_0* w, int64_t ws, int rows, const PackedQ8x4Group* x, int64_t xs, int tokens, int64_t n,
                float* y, int64_t ys) {
-  if (tokens == 1 && rows > kQuantRows) return rows_one_token<Q4Rows>(w, ws, rows, x, n, y);
   kQ4Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
 }
 void tile_f32(const float* w, int64_t ws, int rows, const float* x, int64_t xs, int tokens, int64_t n, float* y,

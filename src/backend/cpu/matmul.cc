@@ -133,19 +133,24 @@ uint8_t* aligned_scratch(std::vector<uint8_t>& scratch, size_t bytes) {
 }
 
 // The tiled path (k.gemm): a single token goes through decode_streams;
-// otherwise rows in L2-sized chunks per thread, inside a chunk tokens in
+// otherwise (and for TESSERA_DECODE_STREAMS=1) rows in L2-sized chunks per thread, inside a chunk tokens in
 // groups of `tile_tokens` and rows in groups of `tile_rows`, each
 // (rows × tokens) tile one kernel call over the whole reduction.
 template <typename WT, typename XT, typename TileFn>
 void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, const uint8_t* w, size_t w_row_bytes, const uint8_t* x,
                 size_t x_row_bytes, int64_t cols, int64_t rows, int64_t n_tokens, float* y, int64_t r_begin,
                 int64_t r_end) {
-  if (n_tokens == 1) {
+  if (n_tokens == 1 && decode_stream_count() > 1) {
     decode_streams<WT>(tile, tile_rows, w, w_row_bytes, reinterpret_cast<const XT*>(x), cols, y, r_begin, r_end);
     return;
   }
+  // TESSERA_DECODE_STREAMS=1 keeps the previous decode exactly: quantized
+  // rows one at a time, float rows in tiles of adjacent rows.
+  if (n_tokens == 1 && !std::is_same_v<XT, float>) tile_rows = 1;
   const int64_t chunk =
-      std::max<int64_t>(tile_rows, static_cast<int64_t>(kTileBytes / w_row_bytes) / tile_rows * tile_rows);
+      n_tokens == 1
+          ? (r_end - r_begin)
+          : std::max<int64_t>(tile_rows, static_cast<int64_t>(kTileBytes / w_row_bytes) / tile_rows * tile_rows);
   const auto ws = static_cast<int64_t>(w_row_bytes);
   const auto xs = static_cast<int64_t>(x_row_bytes);
   for (int64_t c0 = r_begin; c0 < r_end; c0 += chunk) {
