@@ -34,6 +34,9 @@ struct Weights {
   // Enough copies that one round over them exceeds a 32 MiB L3 by 4x, so the
   // decode figure measures DRAM rather than cache.
   std::vector<std::vector<uint8_t>> copies;
+  // The same copies in the x16 layout (Q4_0 / Q8_0 where the tile kernels
+  // exist: what a Transformer hands the tiled matmul); empty otherwise.
+  std::vector<std::vector<uint8_t>> x16;
 };
 
 const Weights& weights(DType t) {
@@ -53,6 +56,11 @@ const Weights& weights(DType t) {
   const size_t target = size_t{128} << 20;
   const size_t n_copies = std::max<size_t>(1, (target + one.size() - 1) / one.size());
   for (size_t i = 0; i < n_copies; ++i) w.copies.push_back(one);
+  if (kernels().gemm != nullptr && has_x16_layout(t)) {
+    std::vector<uint8_t> packed(one.size());
+    repack_rows_x16(t, one.data(), packed.data(), kRows, kCols);
+    for (size_t i = 0; i < n_copies; ++i) w.x16.push_back(packed);
+  }
   return cache.emplace(t, std::move(w)).first->second;
 }
 
@@ -76,7 +84,10 @@ void run_matmul(benchmark::State& state, DType t, int64_t n_tokens, bool hot = f
   std::vector<uint8_t> scratch;
   size_t i = 0;
   for (auto _ : state) {
-    const MatrixView view{t, w.copies[hot ? 0 : i++ % w.copies.size()].data(), kRows, kCols};
+    const bool x16 = tiled && !w.x16.empty();
+    const auto& copies = x16 ? w.x16 : w.copies;
+    const MatrixView view{t, copies[hot ? 0 : i++ % copies.size()].data(), kRows, kCols,
+                          x16 ? WeightLayout::kX16 : WeightLayout::kGguf};
     matmul(pool, table(tiled), view, x.data(), n_tokens, y.data(), scratch);
     benchmark::DoNotOptimize(y.data());
   }

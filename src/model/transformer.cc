@@ -15,7 +15,13 @@ void add_bias(float* x, const float* bias, int64_t n) {
 
 Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, ThreadPool& pool,
                          const cpu::Kernels& kernels)
-    : config_(config), weights_(weights), pool_(pool), k_(kernels), inv_freq_(config.rope_inv_freq()) {}
+    : config_(config), weights_(weights), pool_(pool), k_(kernels), inv_freq_(config.rope_inv_freq()) {
+  auto prepare = [&](cpu::MatrixView& m) { m = cpu::prepare_matrix(k_, m, pool_, prepared_); };
+  for (LayerWeights& l : weights_.layers) {
+    for (cpu::MatrixView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) prepare(*m);
+  }
+  prepare(weights_.output);  // token_embd keeps the stored layout (rows are dequantized for lookup)
+}
 
 Status Transformer::validate(const ForwardBatch& b, const cpu::KvBuffer& kv) const {
   const size_t n = b.token_ids.size();

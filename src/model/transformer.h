@@ -19,7 +19,10 @@ namespace tessera {
 
 class Transformer {
  public:
-  // Borrows config, weights, pool and kernels; they must outlive this object.
+  // Borrows config, pool, kernels and the memory `weights` views; they must
+  // outlive this object. Matrices that `kernels` reads faster in another
+  // layout (Q4_0 / Q8_0 with tile kernels: cpu::prepare_matrix) are copied
+  // into that layout here, into memory this object owns (parallel on pool).
   Transformer(const ModelConfig& config, const ModelWeights& weights, ThreadPool& pool, const cpu::Kernels& kernels);
 
   // Runs one step: writes every token's K/V at its slot, then returns the
@@ -39,21 +42,22 @@ class Transformer {
   void mlp_block(int layer, int32_t n);
 
   const ModelConfig& config_;
-  const ModelWeights& weights_;
+  ModelWeights weights_;                        // the model's views, matrices replaced by prepared copies
+  std::vector<std::vector<uint8_t>> prepared_;  // owns the prepared copies
   ThreadPool& pool_;
   const cpu::Kernels& k_;
   std::vector<float> inv_freq_;  // [n_rot / 2]
 
   // Activations, resized per step.
-  std::vector<float> x_;     // [n_tokens, n_embd] residual stream
-  std::vector<float> xb_;    // [n_tokens, n_embd] normed input / projection output
-  std::vector<float> q_;     // [n_tokens, n_heads * head_dim]
-  std::vector<float> kk_;    // [n_tokens, n_kv_heads * head_dim]
-  std::vector<float> vv_;    // [n_tokens, n_kv_heads * head_dim]
-  std::vector<float> att_;   // [n_tokens, n_heads * head_dim]
-  std::vector<float> gate_;  // [n_tokens, n_ff]
-  std::vector<float> up_;    // [n_tokens, n_ff]
-  std::vector<float> xl_;    // [n_logits, n_embd]
+  std::vector<float> x_;          // [n_tokens, n_embd] residual stream
+  std::vector<float> xb_;         // [n_tokens, n_embd] normed input / projection output
+  std::vector<float> q_;          // [n_tokens, n_heads * head_dim]
+  std::vector<float> kk_;         // [n_tokens, n_kv_heads * head_dim]
+  std::vector<float> vv_;         // [n_tokens, n_kv_heads * head_dim]
+  std::vector<float> att_;        // [n_tokens, n_heads * head_dim]
+  std::vector<float> gate_;       // [n_tokens, n_ff]
+  std::vector<float> up_;         // [n_tokens, n_ff]
+  std::vector<float> xl_;         // [n_logits, n_embd]
   std::vector<uint8_t> scratch_;  // quantized activations for matmul
 };
 

@@ -1,6 +1,7 @@
-// Tile kernels (backend/cpu/gemm.h) on every ISA that has them: the packed
-// activation layout, values against a double-precision product, and the
-// batch-invariance contract (an element's bits do not depend on tile shape).
+// Tile kernels (backend/cpu/gemm.h) on every ISA that has them: the x16
+// weight layout and the packed activation layout, values against a
+// double-precision product, and the batch-invariance contract (an element's
+// bits do not depend on tile shape).
 #include "backend/cpu/gemm.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/weight_layout.h"
 #include "core/dtype.h"
 #include "core/quant_ref.h"
 #include "test_util.h"
@@ -26,7 +28,7 @@ using testing::random_floats;
 struct Problem {
   DType dtype;
   int64_t rows, tokens, n;
-  std::vector<uint8_t> w;     // [rows, row_bytes]
+  std::vector<uint8_t> w;     // [rows, row_bytes], in the kernel's layout (x16 for quantized)
   std::vector<float> w_f32;   // [rows, n] dequantized
   std::vector<float> x;       // [tokens, n] f32 activations
   std::vector<float> x_used;  // [tokens, n] what the kernel multiplies (Q8_0 round trip for quantized)
@@ -47,6 +49,10 @@ Problem make_problem(DType t, int64_t rows, int64_t tokens, int64_t n, uint32_t 
     quantize_row(t, src.data(), dst, n);
     dequantize_row(t, dst, p.w_f32.data() + r * n, n);
   }
+  if (is_quant(t)) {
+    const std::vector<uint8_t> gguf = p.w;
+    repack_rows_x16(t, gguf.data(), p.w.data(), rows, n);
+  }
   p.x = random_floats(tokens * n, seed + 1000, 2.0f);
   p.x_used = p.x;
   if (is_quant(t)) {
@@ -62,7 +68,7 @@ Problem make_problem(DType t, int64_t rows, int64_t tokens, int64_t n, uint32_t 
 // Activations in the kernel's input format: packed groups (64-byte aligned)
 // or the f32 rows themselves.
 struct Activations {
-  std::vector<PackedQ8x4Group> packed;
+  std::vector<PackedQ8x16Group> packed;
   const void* data = nullptr;
   int64_t stride = 0;  // bytes between rows
 };
@@ -70,12 +76,12 @@ struct Activations {
 Activations make_activations(const GemmKernels& g, const Problem& p) {
   Activations a;
   if (is_quant(p.dtype)) {
-    const size_t row_bytes = packed_q8x4_row_bytes(p.n);
-    const size_t groups = row_bytes / sizeof(PackedQ8x4Group);
+    const size_t row_bytes = packed_q8x16_row_bytes(p.n);
+    const size_t groups = row_bytes / sizeof(PackedQ8x16Group);
     a.packed.resize(groups * static_cast<size_t>(p.tokens));
     for (int64_t k = 0; k < p.tokens; ++k)
-      g.pack_q8x4(p.x.data() + k * p.n, a.packed.data() + k * groups, p.n,
-                  p.dtype == DType::kQ8_0 ? kQ8Offset : kQ4Offset);
+      g.pack_q8x16(p.x.data() + k * p.n, a.packed.data() + k * groups, p.n,
+                   p.dtype == DType::kQ8_0 ? kQ8Offset : kQ4Offset);
     a.data = a.packed.data();
     a.stride = static_cast<int64_t>(row_bytes);
   } else {
@@ -94,12 +100,10 @@ void run_tile(const GemmKernels& g, const Problem& p, const Activations& a, int6
   float* out = y + t0 * p.rows + r0;
   switch (p.dtype) {
     case DType::kQ8_0:
-      g.tile_q8_0(reinterpret_cast<const BlockQ8_0*>(w), ws, rows, static_cast<const PackedQ8x4Group*>(x), a.stride,
-                  tokens, p.n, out, p.rows);
+      g.tile_q8_0(w, ws, rows, static_cast<const PackedQ8x16Group*>(x), a.stride, tokens, p.n, out, p.rows);
       break;
     case DType::kQ4_0:
-      g.tile_q4_0(reinterpret_cast<const BlockQ4_0*>(w), ws, rows, static_cast<const PackedQ8x4Group*>(x), a.stride,
-                  tokens, p.n, out, p.rows);
+      g.tile_q4_0(w, ws, rows, static_cast<const PackedQ8x16Group*>(x), a.stride, tokens, p.n, out, p.rows);
       break;
     case DType::kF32:
       g.tile_f32(reinterpret_cast<const float*>(w), ws, rows, static_cast<const float*>(x), a.stride, tokens, p.n, out,
@@ -137,29 +141,24 @@ TEST(Gemm, PackedLayoutMatchesQ8_0Blocks) {
     const GemmKernels* g = kernels_for(isa).gemm;
     if (g == nullptr) continue;
     SCOPED_TRACE(isa_label(isa));
-    for (int64_t n : {32, 96, 128, 160, 2048}) {
+    for (int64_t n : {32, 96, 512, 544, 2048}) {
       const std::vector<float> x = random_floats(n, static_cast<uint32_t>(n), 3.0f);
       const int64_t nb = n / kQuantBlockElems;
       std::vector<BlockQ8_0> q(static_cast<size_t>(nb));
       quantize_row_q8_0_ref(x.data(), q.data(), n);
-      std::vector<PackedQ8x4Group> packed(packed_q8x4_row_bytes(n) / sizeof(PackedQ8x4Group));
-      g->pack_q8x4(x.data(), packed.data(), n, kQ4Offset);
+      std::vector<PackedQ8x16Group> packed(packed_q8x16_row_bytes(n) / sizeof(PackedQ8x16Group));
+      g->pack_q8x16(x.data(), packed.data(), n, kQ4Offset);
       for (size_t gi = 0; gi < packed.size(); ++gi) {
-        for (int k = 0; k < 4; ++k) {
-          const int64_t b = static_cast<int64_t>(gi) * 4 + k;
-          for (int i = 0; i < 16; ++i) {
-            const int8_t lo = b < nb ? q[static_cast<size_t>(b)].qs[i] : 0;
-            const int8_t hi = b < nb ? q[static_cast<size_t>(b)].qs[16 + i] : 0;
-            ASSERT_EQ(packed[gi].lo[16 * k + i], lo) << "block " << b;
-            ASSERT_EQ(packed[gi].hi[16 * k + i], hi) << "block " << b;
+        for (int b = 0; b < 16; ++b) {
+          const int64_t blk = static_cast<int64_t>(gi) * 16 + b;
+          int32_t sum = 0;
+          for (int e = 0; e < 32; ++e) {
+            const int8_t want = blk < nb ? q[static_cast<size_t>(blk)].qs[e] : 0;
+            ASSERT_EQ(packed[gi].q[e / 4][4 * b + e % 4], want) << "block " << blk << " element " << e;
+            sum += want;
           }
-          for (int i = 0; i < 4; ++i) {
-            const float d = b < nb ? fp16_to_fp32(q[static_cast<size_t>(b)].d) : 0.0f;
-            ASSERT_EQ(packed[gi].d[4 * k + i], d);
-            int32_t s = 0;
-            for (int m = 0; m < 4; ++m) s += packed[gi].lo[16 * k + 4 * i + m] + packed[gi].hi[16 * k + 4 * i + m];
-            ASSERT_EQ(packed[gi].offset_sum[4 * k + i], -kQ4Offset * s);
-          }
+          ASSERT_EQ(packed[gi].d[b], blk < nb ? fp16_to_fp32(q[static_cast<size_t>(blk)].d) : 0.0f);
+          ASSERT_EQ(packed[gi].offset_sum[b], -kQ4Offset * sum);
         }
       }
     }
@@ -177,8 +176,8 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
     SCOPED_TRACE(isa_label(isa));
     uint32_t seed = 7;
     for (DType t : kTypes) {
-      const std::vector<int64_t> sizes =
-          is_quant(t) ? std::vector<int64_t>{32, 96, 128, 160, 2048} : std::vector<int64_t>{1, 15, 16, 33, 100, 2048};
+      const std::vector<int64_t> sizes = is_quant(t) ? std::vector<int64_t>{32, 96, 512, 544, 992, 2048}
+                                                     : std::vector<int64_t>{1, 15, 16, 33, 100, 2048};
       const int max_r = is_quant(t) ? g->quant_rows : g->float_rows;
       const int max_t = is_quant(t) ? g->quant_tokens : g->float_tokens;
       for (int64_t n : sizes) {
@@ -204,15 +203,15 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
           const auto ws = static_cast<int64_t>(2 * p.w_row_bytes);
           for (int64_t k = 0; k < p.tokens; ++k) {
             const auto* xk =
-                reinterpret_cast<const PackedQ8x4Group*>(static_cast<const uint8_t*>(a.data) + k * a.stride);
+                reinterpret_cast<const PackedQ8x16Group*>(static_cast<const uint8_t*>(a.data) + k * a.stride);
             for (int tr = 2; tr <= max_r; ++tr) {
               for (int64_t r0 = 0; r0 + 2 * (tr - 1) < p.rows; ++r0) {
                 std::vector<float> out(static_cast<size_t>(tr));
                 const uint8_t* w0 = p.w.data() + static_cast<size_t>(r0) * p.w_row_bytes;
                 if (t == DType::kQ8_0) {
-                  g->tile_q8_0(reinterpret_cast<const BlockQ8_0*>(w0), ws, tr, xk, a.stride, 1, n, out.data(), 1);
+                  g->tile_q8_0(w0, ws, tr, xk, a.stride, 1, n, out.data(), 1);
                 } else {
-                  g->tile_q4_0(reinterpret_cast<const BlockQ4_0*>(w0), ws, tr, xk, a.stride, 1, n, out.data(), 1);
+                  g->tile_q4_0(w0, ws, tr, xk, a.stride, 1, n, out.data(), 1);
                 }
                 for (int s = 0; s < tr; ++s) {
                   ASSERT_EQ(0, std::memcmp(&out[s], &one[static_cast<size_t>(k * p.rows + r0 + 2 * s)], sizeof(float)))

@@ -1,5 +1,6 @@
-// matmul against a naive double-precision product for every dtype, and its
-// batch/thread invariance (bitwise) that the engine depends on.
+// matmul against a naive double-precision product for every dtype and both
+// weight layouts, and its batch/thread invariance (bitwise) that the engine
+// depends on.
 #include "backend/cpu/matmul.h"
 
 #include <gtest/gtest.h>
@@ -19,14 +20,17 @@ using testing::isa_label;
 using testing::random_floats;
 
 // Every weight type (Q8_K is an activation format only).
-const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
-                        DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+                        DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K,
+                        DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
 
-bool is_quant(DType t) { return dtype_is_quantized(t); }
+bool is_quant(DType t) {
+  return dtype_is_quantized(t);
+}
 
 struct Matrix {
   std::vector<uint8_t> bytes;  // [rows, row_bytes]
-  std::vector<float> values;  // [rows, cols], dequantized
+  std::vector<float> values;   // [rows, cols], dequantized
   MatrixView view;
 };
 
@@ -42,6 +46,13 @@ Matrix make_matrix(DType t, int64_t rows, int64_t cols, uint32_t seed) {
   }
   m.view = MatrixView{t, m.bytes.data(), rows, cols};
   return m;
+}
+
+// m's view as the engine hands it to k: prepare_matrix's x16 copy (owned by
+// `storage`) where k has tile kernels for its type, else m.view itself.
+MatrixView prepared(const Kernels& k, const Matrix& m, std::vector<std::vector<uint8_t>>& storage) {
+  ThreadPool pool(2);
+  return prepare_matrix(k, m.view, pool, storage);
 }
 
 TEST(Matmul, MatchesDoublePrecisionReference) {
@@ -82,15 +93,19 @@ TEST(Matmul, MatchesDoublePrecisionReference) {
             }
           }
           for (Isa isa : supported_isas()) {
-            for (const auto& pool_ptr : pools) {
-              ThreadPool& pool = *pool_ptr;
-              SCOPED_TRACE(std::string(dtype_name(t)) + " " + isa_label(isa) + " rows=" + std::to_string(rows) +
-                           " cols=" + std::to_string(cols) + " tokens=" + std::to_string(n_tokens) +
-                           " threads=" + std::to_string(pool.size()));
-              std::vector<uint8_t> scratch;
-              std::vector<float> y(expect.size(), NAN);  // [n_tokens, rows]
-              matmul(pool, kernels_for(isa), m.view, x.data(), n_tokens, y.data(), scratch);
-              for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], expect[i], tol[i]) << "i=" << i;
+            std::vector<std::vector<uint8_t>> storage;
+            const MatrixView views[] = {m.view, prepared(kernels_for(isa), m, storage)};
+            for (const MatrixView& view : views) {
+              for (const auto& pool_ptr : pools) {
+                ThreadPool& pool = *pool_ptr;
+                SCOPED_TRACE(std::string(dtype_name(t)) + " " + isa_label(isa) + " rows=" + std::to_string(rows) +
+                             " cols=" + std::to_string(cols) + " tokens=" + std::to_string(n_tokens) + " threads=" +
+                             std::to_string(pool.size()) + (view.layout == WeightLayout::kX16 ? " x16" : ""));
+                std::vector<uint8_t> scratch;
+                std::vector<float> y(expect.size(), NAN);  // [n_tokens, rows]
+                matmul(pool, kernels_for(isa), view, x.data(), n_tokens, y.data(), scratch);
+                for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], expect[i], tol[i]) << "i=" << i;
+              }
             }
           }
         }
@@ -108,12 +123,14 @@ TEST(Matmul, BatchAndThreadInvariant) {
     const std::vector<float> x = random_floats(n_tokens * cols, 8);  // [n_tokens, cols]
     for (Isa isa : supported_isas()) {
       const Kernels& k = kernels_for(isa);
+      std::vector<std::vector<uint8_t>> storage;
+      const MatrixView view = prepared(k, m, storage);
       std::vector<float> single(static_cast<size_t>(n_tokens * rows));  // [n_tokens, rows]
       {
         ThreadPool pool(1);
         std::vector<uint8_t> scratch;
         for (int64_t tk = 0; tk < n_tokens; ++tk) {
-          matmul(pool, k, m.view, x.data() + tk * cols, 1, single.data() + tk * rows, scratch);
+          matmul(pool, k, view, x.data() + tk * cols, 1, single.data() + tk * rows, scratch);
         }
       }
       for (int threads : {1, 2, 3}) {
@@ -121,10 +138,10 @@ TEST(Matmul, BatchAndThreadInvariant) {
         ThreadPool pool(threads);
         std::vector<uint8_t> scratch;
         std::vector<float> batched(single.size());
-        matmul(pool, k, m.view, x.data(), n_tokens, batched.data(), scratch);
+        matmul(pool, k, view, x.data(), n_tokens, batched.data(), scratch);
         EXPECT_EQ(0, std::memcmp(batched.data(), single.data(), single.size() * sizeof(float)));
         std::vector<float> one(static_cast<size_t>(rows));
-        matmul(pool, k, m.view, x.data() + 5 * cols, 1, one.data(), scratch);
+        matmul(pool, k, view, x.data() + 5 * cols, 1, one.data(), scratch);
         EXPECT_EQ(0, std::memcmp(one.data(), single.data() + 5 * rows, one.size() * sizeof(float)));
       }
     }
@@ -149,14 +166,17 @@ TEST(Matmul, MultiEqualsSeparateCalls) {
           std::vector<uint8_t> scratch;
           const std::vector<float> x = random_floats(n_tokens * cols, 25);
           const Matrix* ms[] = {&a, &b, &c, &mixed};
+          std::vector<std::vector<uint8_t>> storage;
+          std::vector<MatrixView> views;
+          for (const Matrix* m : ms) views.push_back(prepared(k, *m, storage));
           std::vector<std::vector<float>> expect, got;
           std::vector<MatmulTarget> targets;
-          for (const Matrix* m : ms) {
-            expect.emplace_back(static_cast<size_t>(n_tokens * m->view.rows));
+          for (const MatrixView& v : views) {
+            expect.emplace_back(static_cast<size_t>(n_tokens * v.rows));
             got.emplace_back(expect.back().size(), -1.0f);
-            matmul(pool, k, m->view, x.data(), n_tokens, expect.back().data(), scratch);
+            matmul(pool, k, v, x.data(), n_tokens, expect.back().data(), scratch);
           }
-          for (size_t i = 0; i < 4; ++i) targets.push_back({ms[i]->view, got[i].data()});
+          for (size_t i = 0; i < 4; ++i) targets.push_back({views[i], got[i].data()});
           matmul_multi(pool, k, std::span<const MatmulTarget>(targets.data(), 3), x.data(), n_tokens, scratch);
           matmul_multi(pool, k, targets, x.data(), n_tokens, scratch);  // mixed dtypes
           for (size_t i = 0; i < 4; ++i) {

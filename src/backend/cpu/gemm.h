@@ -14,11 +14,11 @@
 // 4 × 6 tile, and matmul's result for a token does not depend on which other
 // tokens share the call (the engine relies on this; see matmul.h).
 //
-// Quantized weights (Q8_0, Q4_0) take activations in a packed format made by
-// pack_q8x4 from f32: the row is quantized to Q8_0 exactly as
-// Kernels::quantize_row_q8_0 does, then each group of four blocks is
-// rearranged for 512-bit VNNI (PackedQ8x4Group). Float weights take f32
-// activations directly.
+// Quantized weights (Q8_0, Q4_0) come in the x16 layout (weight_layout.h)
+// and take activations in a packed format made by pack_q8x16 from f32: the
+// row is quantized to Q8_0 exactly as Kernels::quantize_row_q8_0 does, then
+// each group of sixteen blocks is laid out like the weights' group
+// (PackedQ8x16Group). Float weights take f32 activations directly.
 #pragma once
 
 #include <cstddef>
@@ -28,29 +28,28 @@
 
 namespace tessera::cpu {
 
-// Four Q8_0 activation blocks (128 elements) laid out for vpdpbusd over
-// 64-byte vectors: byte 16k + j of `lo` is element j of block k, of `hi`
-// element 16 + j, so int32 lanes 4k..4k+3 of a product collect block k.
-struct alignas(64) PackedQ8x4Group {
-  int8_t lo[64];
-  int8_t hi[64];
-  float d[16];  // lane 4k + i: block k's scale (f16 widened to f32)
-  // lane 4k + i: -offset * (sum of x bytes 4i..4i+3 of lo and hi of block k),
-  // where offset is what the weight format adds to make its quants unsigned
-  // (kQ8Offset, kQ4Offset): the seed of the integer accumulator.
+// Sixteen Q8_0 activation blocks (512 elements) laid out like a group of
+// x16 weights: q[k][4b + i] is quant 4k + i of block b, so int32 lane b of
+// vpdpbusd over word k of the weights collects block b.
+struct alignas(64) PackedQ8x16Group {
+  int8_t q[8][64];
+  float d[16];  // block b's scale (f16 widened to f32)
+  // -offset * (sum of block b's 32 quants), where offset is what the weight
+  // format adds to make its quants unsigned (kQ8Offset, kQ4Offset): the seed
+  // of block b's integer accumulator.
   int32_t offset_sum[16];
 };
-static_assert(sizeof(PackedQ8x4Group) == 256);
+static_assert(sizeof(PackedQ8x16Group) == 640);
 
 // Offsets of the unsigned weight quants: Q8_0 as w + 128, Q4_0 nibbles as w + 8.
 inline constexpr int32_t kQ8Offset = 128;
 inline constexpr int32_t kQ4Offset = 8;
 
 // Bytes of one packed activation row of n elements (n % 32 == 0): groups of
-// four blocks, the last group zero-padded (zero quants and zero scales).
-inline size_t packed_q8x4_row_bytes(int64_t n) {
+// sixteen blocks, the last group zero-padded (zero quants, scales and seeds).
+inline size_t packed_q8x16_row_bytes(int64_t n) {
   const int64_t blocks = n / kQuantBlockElems;
-  return static_cast<size_t>((blocks + 3) / 4) * sizeof(PackedQ8x4Group);
+  return static_cast<size_t>((blocks + 15) / 16) * sizeof(PackedQ8x16Group);
 }
 
 struct GemmKernels {
@@ -60,20 +59,20 @@ struct GemmKernels {
   int quant_rows, quant_tokens;
   int float_rows, float_tokens;
 
-  // x[n] f32 -> out[packed_q8x4_row_bytes(n)], 64-byte aligned; n % 32 == 0;
+  // x[n] f32 -> out[packed_q8x16_row_bytes(n)], 64-byte aligned; n % 32 == 0;
   // offset: kQ8Offset for Q8_0 weights, kQ4Offset for Q4_0.
-  void (*pack_q8x4)(const float* x, PackedQ8x4Group* out, int64_t n, int32_t offset);
+  void (*pack_q8x16)(const float* x, PackedQ8x16Group* out, int64_t n, int32_t offset);
 
-  // Tile kernels. w: first weight row; w_stride: bytes between weight rows;
-  // x: first activation row (packed groups for quantized weights, f32 for
+  // Tile kernels. w: first weight row (x16 layout for Q8_0 / Q4_0); w_stride:
+  // bytes between weight rows; x: first activation row (packed groups for quantized weights, f32 for
   // float weights); x_stride: bytes between activation rows; n: elements per
   // row (a multiple of 32 for quantized weights); y[t * y_stride + r] (floats)
   // receives the result for r < rows, t < tokens; rows <= the set's
   // quant_rows / float_rows and tokens <= quant_tokens / float_tokens. Decode
   // passes rows far apart (w_stride of many rows; matmul.cc decode_streams).
-  void (*tile_q8_0)(const BlockQ8_0* w, int64_t w_stride, int rows, const PackedQ8x4Group* x, int64_t x_stride,
+  void (*tile_q8_0)(const uint8_t* w, int64_t w_stride, int rows, const PackedQ8x16Group* x, int64_t x_stride,
                     int tokens, int64_t n, float* y, int64_t y_stride);
-  void (*tile_q4_0)(const BlockQ4_0* w, int64_t w_stride, int rows, const PackedQ8x4Group* x, int64_t x_stride,
+  void (*tile_q4_0)(const uint8_t* w, int64_t w_stride, int rows, const PackedQ8x16Group* x, int64_t x_stride,
                     int tokens, int64_t n, float* y, int64_t y_stride);
   void (*tile_f32)(const float* w, int64_t w_stride, int rows, const float* x, int64_t x_stride, int tokens, int64_t n,
                    float* y, int64_t y_stride);

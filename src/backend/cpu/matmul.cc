@@ -167,8 +167,11 @@ void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, const uint8_t* w, s
   }
 }
 
-bool has_tile_kernel(DType t) {
-  return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8_0 || t == DType::kQ4_0;
+// Float weights in any layout; Q8_0 / Q4_0 once prepare_matrix has put them
+// in the x16 layout (a kernel table without tile kernels reads GGUF rows).
+bool has_tile_kernel(const MatrixView& w) {
+  if (w.layout == WeightLayout::kX16) return true;
+  return w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16;
 }
 
 // Chunks per thread for dynamic scheduling (for_row_chunks).
@@ -232,13 +235,14 @@ Activations prepare_activations(ThreadPool& pool, const Kernels& k, DType w_dtyp
   const DType act = dtype_vec_dot_type(w_dtype);
   if (act == DType::kF32) return {reinterpret_cast<const uint8_t*>(x), static_cast<size_t>(cols) * sizeof(float)};
   if (tiled) {
-    const size_t row_bytes = packed_q8x4_row_bytes(cols);
+    const size_t row_bytes = packed_q8x16_row_bytes(cols);
     uint8_t* packed = aligned_scratch(scratch, row_bytes * static_cast<size_t>(n_tokens));  // [n_tokens, groups]
     const int32_t offset = w_dtype == DType::kQ8_0 ? kQ8Offset : kQ4Offset;
     for_tokens(pool, n_tokens, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
-        k.gemm->pack_q8x4(x + t * cols, reinterpret_cast<PackedQ8x4Group*>(packed + static_cast<size_t>(t) * row_bytes),
-                          cols, offset);
+        k.gemm->pack_q8x16(x + t * cols,
+                           reinterpret_cast<PackedQ8x16Group*>(packed + static_cast<size_t>(t) * row_bytes), cols,
+                           offset);
       }
     });
     return {packed, row_bytes};
@@ -271,12 +275,12 @@ void compute_matrix_rows(const Kernels& k, bool tiled, const MatrixView& w, cons
     const GemmKernels& g = *k.gemm;
     switch (w.dtype) {
       case DType::kQ8_0:
-        tiled_rows<BlockQ8_0, PackedQ8x4Group>(g.tile_q8_0, g.quant_rows, g.quant_tokens, wb, w_row_bytes, x.data,
-                                               x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+        tiled_rows<uint8_t, PackedQ8x16Group>(g.tile_q8_0, g.quant_rows, g.quant_tokens, wb, w_row_bytes, x.data,
+                                              x.row_bytes, cols, rows, n_tokens, y, r0, r1);
         return;
       case DType::kQ4_0:
-        tiled_rows<BlockQ4_0, PackedQ8x4Group>(g.tile_q4_0, g.quant_rows, g.quant_tokens, wb, w_row_bytes, x.data,
-                                               x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+        tiled_rows<uint8_t, PackedQ8x16Group>(g.tile_q4_0, g.quant_rows, g.quant_tokens, wb, w_row_bytes, x.data,
+                                              x.row_bytes, cols, rows, n_tokens, y, r0, r1);
         return;
       case DType::kF32:
         tiled_rows<float, float>(g.tile_f32, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols,
@@ -360,8 +364,9 @@ void matmul_multi(ThreadPool& pool, const Kernels& k, std::span<const MatmulTarg
                   int64_t n_tokens, std::vector<uint8_t>& scratch) {
   if (n_tokens <= 0 || targets.empty()) return;
   const MatrixView& w0 = targets.front().w;
-  const bool shared = std::all_of(targets.begin(), targets.end(),
-                                  [&](const MatmulTarget& t) { return t.w.dtype == w0.dtype && t.w.cols == w0.cols; });
+  const bool shared = std::all_of(targets.begin(), targets.end(), [&](const MatmulTarget& t) {
+    return t.w.dtype == w0.dtype && t.w.cols == w0.cols && t.w.layout == w0.layout;
+  });
   if (!shared) {
     for (const MatmulTarget& t : targets)
       matmul_multi(pool, k, std::span<const MatmulTarget>(&t, 1), x, n_tokens, scratch);
@@ -369,7 +374,8 @@ void matmul_multi(ThreadPool& pool, const Kernels& k, std::span<const MatmulTarg
   }
   TESSERA_CHECK(w0.dtype != DType::kQ8_K);  // an activation format, never a weight
   TESSERA_CHECK(dtype_vec_dot_type(w0.dtype) == DType::kF32 || w0.cols % dtype_block_elems(w0.dtype) == 0);
-  const bool tiled = k.gemm != nullptr && has_tile_kernel(w0.dtype);
+  TESSERA_CHECK(w0.layout == WeightLayout::kGguf || k.gemm != nullptr);  // x16 rows need the tile kernels
+  const bool tiled = k.gemm != nullptr && has_tile_kernel(w0);
   const Activations act = prepare_activations(pool, k, w0.dtype, tiled, x, n_tokens, w0.cols, scratch);
   int64_t total = 0;
   for (const MatmulTarget& t : targets) total += std::max<int64_t>(0, t.w.rows);

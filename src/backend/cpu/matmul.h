@@ -20,17 +20,22 @@
 #include <vector>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/weight_layout.h"
 #include "core/dtype.h"
 #include "core/thread_pool.h"
 
 namespace tessera::cpu {
 
-// A weight matrix W[rows, cols] stored row-major in GGUF layout (cols contiguous).
+// A weight matrix W[rows, cols] stored row-major (cols contiguous), each row
+// dtype_row_bytes(dtype, cols) bytes; not owned. Rows are in the GGUF block
+// layout, or in the x16 layout (weight_layout.h) that only a kernel table
+// with tile kernels (k.gemm) reads.
 struct MatrixView {
   DType dtype;
   const void* data;
   int64_t rows;
   int64_t cols;
+  WeightLayout layout = WeightLayout::kGguf;
 };
 
 // y[n_tokens, rows] = x[n_tokens, cols] · Wᵀ, f32 in/out. Multi-threaded over
@@ -38,9 +43,10 @@ struct MatrixView {
 // once per call. For quantized weights (cols a multiple of the block size)
 // the activations are quantized once per row of x to the weight's
 // dtype_vec_dot_type (Q8_0 for 32-element formats, Q8_K for K-quants; for
-// the tile kernels Q8_0 packed four blocks at a time, PackedQ8x4Group) into
+// x16 weights Q8_0 packed sixteen blocks at a time, PackedQ8x16Group) into
 // `scratch` (grown as needed, never shrunk, so a caller can reuse one buffer
-// across calls). Q8_K is an activation format and not accepted as weights.
+// across calls). Q8_K is an activation format and not accepted as weights;
+// x16 weights need k.gemm (a programming error otherwise, checked).
 void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float* x, int64_t n_tokens, float* y,
             std::vector<uint8_t>& scratch);
 
@@ -52,7 +58,7 @@ struct MatmulTarget {
 
 // The products of several matrices with the same activations (Q, K and V;
 // gate and up): targets[i].y = x · targets[i].wᵀ. When the matrices share
-// dtype and cols, x is quantized once and one parallel region covers the
+// dtype, layout and cols, x is quantized once and one parallel region covers the
 // rows of all of them as if stacked, so small matrices do not each pay a
 // thread wake-up; otherwise it is one matmul per target. Every y is
 // bit-identical to what matmul gives for that matrix alone.

@@ -1,0 +1,87 @@
+#include "backend/cpu/weight_layout.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/matmul.h"
+#include "core/check.h"
+#include "core/thread_pool.h"
+
+namespace tessera::cpu {
+
+namespace {
+
+constexpr size_t kScaleBytes = 2;  // one f16 per block
+constexpr size_t kWordBytes = 4;
+
+// Bytes of quants per block (a multiple of kWordBytes).
+size_t quant_bytes(DType t) {
+  return dtype_block_bytes(t) - kScaleBytes;
+}
+
+// Moves one row between the layouts: to_x16 picks the GGUF block's pieces
+// and places them at their x16 offsets, !to_x16 the reverse.
+void convert_row(DType t, const uint8_t* src, uint8_t* dst, int64_t cols, bool to_x16) {
+  const size_t block = dtype_block_bytes(t);
+  const size_t words = quant_bytes(t) / kWordBytes;
+  const int64_t nb = cols / dtype_block_elems(t);
+  for (int64_t b0 = 0; b0 < nb; b0 += kX16Blocks) {
+    const auto g = static_cast<size_t>(std::min<int64_t>(kX16Blocks, nb - b0));
+    const size_t base = static_cast<size_t>(b0) * block;  // the group's first byte, both layouts
+    for (size_t b = 0; b < g; ++b) {
+      const size_t gguf_block = base + b * block;
+      const size_t x16_scale = base + b * kScaleBytes;
+      const uint8_t* from = to_x16 ? src + gguf_block : src + x16_scale;
+      uint8_t* to = to_x16 ? dst + x16_scale : dst + gguf_block;
+      std::memcpy(to, from, kScaleBytes);
+      for (size_t k = 0; k < words; ++k) {
+        const size_t gguf_word = gguf_block + kScaleBytes + k * kWordBytes;
+        const size_t x16_word = base + g * kScaleBytes + (k * g + b) * kWordBytes;
+        std::memcpy(to_x16 ? dst + x16_word : dst + gguf_word, to_x16 ? src + gguf_word : src + x16_word, kWordBytes);
+      }
+    }
+  }
+}
+
+void convert_rows(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols, bool to_x16) {
+  TESSERA_CHECK(has_x16_layout(t));
+  TESSERA_CHECK(cols % dtype_block_elems(t) == 0);
+  const size_t row_bytes = dtype_row_bytes(t, cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    const size_t off = static_cast<size_t>(r) * row_bytes;
+    convert_row(t, src + off, dst + off, cols, to_x16);
+  }
+}
+
+}  // namespace
+
+bool has_x16_layout(DType t) {
+  return t == DType::kQ4_0 || t == DType::kQ8_0;
+}
+
+void repack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
+  convert_rows(t, src, dst, rows, cols, true);
+}
+
+void unpack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
+  convert_rows(t, src, dst, rows, cols, false);
+}
+
+MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& pool,
+                          std::vector<std::vector<uint8_t>>& storage) {
+  if (k.gemm == nullptr || w.layout != WeightLayout::kGguf || !has_x16_layout(w.dtype) || w.rows <= 0) return w;
+  const size_t row_bytes = dtype_row_bytes(w.dtype, w.cols);
+  std::vector<uint8_t>& copy = storage.emplace_back(row_bytes * static_cast<size_t>(w.rows));
+  const auto* src = static_cast<const uint8_t*>(w.data);
+  pool.parallel_for(w.rows, [&](int64_t r0, int64_t r1) {
+    const size_t off = static_cast<size_t>(r0) * row_bytes;
+    repack_rows_x16(w.dtype, src + off, copy.data() + off, r1 - r0, w.cols);
+  });
+  MatrixView out = w;
+  out.data = copy.data();
+  out.layout = WeightLayout::kX16;
+  return out;
+}
+
+}  // namespace tessera::cpu

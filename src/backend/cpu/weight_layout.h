@@ -1,0 +1,66 @@
+// Weight layouts. Matrices come as GGUF stores them: row-major, each row a
+// run of blocks, each block its f16 scale then its quants. The AVX-512 VNNI
+// tile kernels (gemm.h) read Q4_0 and Q8_0 rows in an interleaved layout
+// instead, made once when a Transformer is built (prepare_matrix):
+//
+//   x16: each row's blocks in groups of 16 (the last group of a row may hold
+//   g < 16). A group of g blocks of B bytes keeps the g * B bytes it had:
+//     - g f16 scales, block order (2g bytes);
+//     - the quants as 4-byte words, word-major: word k of blocks 0..g-1,
+//       then word k + 1 of blocks 0..g-1, ... (Q4_0: 4 words per block,
+//       byte j holding elements j and j + 16 as its low and high nibble;
+//       Q8_0: 8 words, byte j element j).
+//
+// One 64-byte load then holds word k of 16 blocks, so vpdpbusd leaves each
+// block's integer dot product in a lane of its own and the block scales
+// apply to 16 blocks with one convert and one FMA (four blocks per FMA with
+// the GGUF layout, plus the shuffles to gather them): ~1.5x the kernel's
+// compute ceiling, which is what decode needs once DRAM delivers more than
+// ~45 GB/s (docs/quantization.md). The idea is the one behind llama.cpp's
+// repacked "Q4_0_8x8" CPU layouts; this layout is our own.
+//
+// A row's size in bytes does not change, so row ranges of a repacked matrix
+// are still rows (dtype_row_bytes).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace tessera {
+class ThreadPool;
+}
+
+namespace tessera::cpu {
+
+struct Kernels;
+struct MatrixView;
+
+enum class WeightLayout : uint8_t {
+  kGguf,  // as stored in GGUF files
+  kX16,   // the interleaved groups of 16 blocks above (Q4_0, Q8_0 only)
+};
+
+// Blocks per interleaved group.
+inline constexpr int kX16Blocks = 16;
+
+// Whether dtype t has an x16 layout (Q4_0, Q8_0).
+bool has_x16_layout(DType t);
+
+// Rewrites `rows` rows of `cols` elements (cols % 32 == 0) from the GGUF
+// layout to x16 (repack) or back (unpack). src and dst hold
+// rows * dtype_row_bytes(t, cols) bytes each and must not overlap.
+// Requires has_x16_layout(t).
+void repack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols);
+void unpack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols);
+
+// The view `k`'s matmul reads fastest: when k has tile kernels (k.gemm) and
+// w is a Q4_0 / Q8_0 matrix in the GGUF layout, a copy in the x16 layout
+// appended to `storage` (which owns it; growing `storage` never moves the
+// bytes of earlier copies); otherwise w itself. Rows are repacked in
+// parallel on `pool`.
+MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& pool,
+                          std::vector<std::vector<uint8_t>>& storage);
+
+}  // namespace tessera::cpu

@@ -1,0 +1,88 @@
+// The x16 weight layout (backend/cpu/weight_layout.h): a hand-worked row,
+// the round trip for full and short groups, and which views prepare_matrix
+// repacks.
+#include "backend/cpu/weight_layout.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "backend/cpu/matmul.h"
+#include "core/thread_pool.h"
+#include "test_util.h"
+
+namespace tessera::cpu {
+namespace {
+
+// A Q4_0 row of two blocks whose bytes count up from 0: block 0 is bytes
+// 0..17 (scale 0,1; quants 2..17), block 1 bytes 18..35. The x16 row is one
+// group of g = 2: both scales, then word k of block 0 and block 1 for k = 0..3.
+TEST(WeightLayout, HandWorkedQ4_0Row) {
+  std::vector<uint8_t> gguf(36);
+  std::iota(gguf.begin(), gguf.end(), uint8_t{0});
+  const std::vector<uint8_t> want = {0,  1,  18, 19,                   // scales of blocks 0, 1
+                                     2,  3,  4,  5,  20, 21, 22, 23,   // word 0 of blocks 0, 1
+                                     6,  7,  8,  9,  24, 25, 26, 27,   // word 1
+                                     10, 11, 12, 13, 28, 29, 30, 31,   // word 2
+                                     14, 15, 16, 17, 32, 33, 34, 35};  // word 3
+  std::vector<uint8_t> x16(36, 0xee);
+  repack_rows_x16(DType::kQ4_0, gguf.data(), x16.data(), 1, 64);
+  EXPECT_EQ(x16, want);
+}
+
+// Repack then unpack gives the bytes back, for rows of whole groups, of a
+// short last group, and of one short group only; the repacked row differs.
+TEST(WeightLayout, RoundTrip) {
+  for (DType t : {DType::kQ4_0, DType::kQ8_0}) {
+    for (int64_t cols : {32, 96, 512, 544, 1024 + 480}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " cols=" + std::to_string(cols));
+      const int64_t rows = 3;
+      const size_t bytes = dtype_row_bytes(t, cols) * rows;
+      std::vector<uint8_t> gguf(bytes);
+      for (size_t i = 0; i < bytes; ++i) gguf[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+      std::vector<uint8_t> x16(bytes), back(bytes);
+      repack_rows_x16(t, gguf.data(), x16.data(), rows, cols);
+      unpack_rows_x16(t, x16.data(), back.data(), rows, cols);
+      EXPECT_EQ(back, gguf);
+      if (cols > 32) {
+        EXPECT_NE(x16, gguf);
+      }
+    }
+  }
+}
+
+// Q4_0 / Q8_0 become x16 copies only for a kernel table with tile kernels;
+// other types, and already repacked views, come back as they are.
+TEST(WeightLayout, PrepareMatrixRepacksOnlyForTileKernels) {
+  ThreadPool pool(2);
+  const int64_t rows = 5, cols = 544;
+  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kF16}) {
+    const int64_t c = dtype_is_k_quant(t) ? 512 : cols;
+    std::vector<uint8_t> bytes(dtype_row_bytes(t, c) * rows, 0x11);
+    const MatrixView w{t, bytes.data(), rows, c};
+    for (Isa isa : supported_isas()) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + testing::isa_label(isa));
+      const Kernels& k = kernels_for(isa);
+      std::vector<std::vector<uint8_t>> storage;
+      const MatrixView p = prepare_matrix(k, w, pool, storage);
+      const bool repack = k.gemm != nullptr && has_x16_layout(t);
+      EXPECT_EQ(p.layout, repack ? WeightLayout::kX16 : WeightLayout::kGguf);
+      EXPECT_EQ(p.data != w.data, repack);
+      EXPECT_EQ(storage.size(), repack ? 1u : 0u);
+      EXPECT_EQ(p.rows, rows);
+      if (repack) {
+        std::vector<uint8_t> want(bytes.size());
+        repack_rows_x16(t, bytes.data(), want.data(), rows, c);
+        EXPECT_EQ(0, std::memcmp(p.data, want.data(), want.size()));
+        const MatrixView again = prepare_matrix(k, p, pool, storage);
+        EXPECT_EQ(again.data, p.data);
+        EXPECT_EQ(storage.size(), 1u);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::cpu
