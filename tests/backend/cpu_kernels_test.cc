@@ -300,6 +300,56 @@ TEST(CpuKernels, AttnPvF16MatchesAxpyLoop) {
   if (!any) GTEST_SKIP() << "no table on this CPU has attn_pv_f16";
 }
 
+// attn_qk_f16 against double-precision dot products of the f16 keys (every
+// key position of the 16, head counts, hd around the 16-element step and
+// its masked tail up to kAttnMaxHeadDim, strided rows as in the KV cache),
+// leaving scores past n untouched.
+TEST(CpuKernels, AttnQkF16MatchesDoublePrecision) {
+  bool any = false;
+  for (Isa isa : supported_isas()) {
+    const Kernels& k = kernels_for(isa);
+    if (k.attn_qk_f16 == nullptr) continue;
+    any = true;
+    for (int heads : {1, 3, 8}) {
+      for (int64_t hd : {int64_t{1}, int64_t{8}, int64_t{16}, int64_t{40}, int64_t{64}, int64_t{100}, int64_t{128},
+                         kAttnMaxHeadDim}) {
+        for (int n = 1; n <= kAttnKeys; ++n) {
+          SCOPED_TRACE(isa_label(isa) + " heads=" + std::to_string(heads) + " hd=" + std::to_string(hd) +
+                       " n=" + std::to_string(n));
+          const int64_t k_row = 3 * hd + 5;  // elements between key rows (other KV heads in between)
+          const int64_t s_stride = kAttnKeys + 3;
+          const auto seed = static_cast<uint32_t>(heads * 10000 + hd * 20 + n);
+          const std::vector<float> kf = random_floats(n * k_row, seed);
+          std::vector<uint16_t> keys(kf.size());
+          for (size_t i = 0; i < kf.size(); ++i) keys[i] = fp32_to_fp16(kf[i]);
+          const std::vector<float> q = random_floats(heads * hd, seed + 1, 2.0f);
+          std::vector<float> s(static_cast<size_t>(heads * s_stride), -7.0f);
+          k.attn_qk_f16(q.data(), heads, keys.data(), k_row * static_cast<int64_t>(sizeof(uint16_t)), n, hd, s.data(),
+                        s_stride);
+          for (int g = 0; g < heads; ++g) {
+            for (int j = 0; j < s_stride; ++j) {
+              const float got = s[static_cast<size_t>(g * s_stride + j)];
+              if (j >= n) {
+                ASSERT_EQ(got, -7.0f) << "wrote past n: head " << g << " key " << j;
+                continue;
+              }
+              double dot = 0, mag = 0;
+              for (int64_t i = 0; i < hd; ++i) {
+                const double prod = static_cast<double>(q[static_cast<size_t>(g * hd + i)]) *
+                                    fp16_to_fp32(keys[static_cast<size_t>(j * k_row + i)]);
+                dot += prod;
+                mag += std::fabs(prod);
+              }
+              ASSERT_NEAR(got, dot, 2e-6 * mag + 1e-30) << "head " << g << " key " << j;
+            }
+          }
+        }
+      }
+    }
+  }
+  if (!any) GTEST_SKIP() << "no table on this CPU has attn_qk_f16";
+}
+
 TEST(CpuKernels, RmsNorm) {
   for (int64_t n : kFloatSizes) {
     const std::vector<float> x = random_floats(n, 21, 2.0f);

@@ -47,6 +47,10 @@ struct QuantKernels {
   void (*quantize_row_q8_k)(const float* x, BlockQ8_K* y, int64_t n);
 };
 
+// Keys per attn_qk_f16 call and the largest head_dim it takes.
+inline constexpr int kAttnKeys = 16;
+inline constexpr int64_t kAttnMaxHeadDim = 256;
+
 struct Kernels {
   Isa isa;
 
@@ -83,6 +87,18 @@ struct Kernels {
   // without a faster form: callers then loop over axpy_f16.
   void (*attn_pv_f16)(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n,
                       float* out, int64_t out_stride, int64_t hd);
+  // Attention's key scores for the query heads that share one KV head, over
+  // n <= kAttnKeys cached positions:
+  //   s[g * s_stride + j] = q[g * hd .. g * hd + hd) · k_j   (f32, unscaled)
+  // for g < heads, j < n, where k_j is the f16 row at byte offset
+  // j * k_stride from k; hd <= kAttnMaxHeadDim. Each key row is converted
+  // once for all heads, and the 16 dot products of a head are reduced
+  // together (one transposed tree instead of 16 horizontal sums). Within
+  // float rounding of dot_f16 (not bit-identical to it; every token's scores
+  // come from the same calls whatever the batch). Null in tables without a
+  // faster form: callers then use dot_rows_f16 / dot_f16 per head.
+  void (*attn_qk_f16)(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
+                      int64_t s_stride);
   // y[n] *= a.
   void (*scale)(float* y, float a, int64_t n);
   // f32 -> f16, round to nearest even (KV cache stores).

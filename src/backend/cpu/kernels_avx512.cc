@@ -374,6 +374,59 @@ void attn_pv_f16(const float* p, int64_t p_stride, int heads, const uint16_t* v,
   }
 }
 
+// Sums of 16 vectors, lane j of the result = the sum of a[j]'s 16 lanes: a
+// transposed tree (lanes i and i + 8, then i + 4, i + 2, i + 1, as
+// _mm512_reduce_add_ps pairs them), 15 adds for 16 sums instead of 16
+// separate reductions.
+__m512 reduce16(const __m512 (&a)[16]) {
+  __m512 b[8], c[4], d[2];
+  for (int j = 0; j < 8; ++j) {  // 128-bit lanes: a_j (i + 8 folded) twice, then a_{j+8}
+    b[j] = _mm512_add_ps(_mm512_shuffle_f32x4(a[j], a[j + 8], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_f32x4(a[j], a[j + 8], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  for (int j = 0; j < 4; ++j) {  // lanes of a_j, a_{j+8}, a_{j+4}, a_{j+12}
+    c[j] = _mm512_add_ps(_mm512_shuffle_f32x4(b[j], b[j + 4], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(b[j], b[j + 4], _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  for (int j = 0; j < 2; ++j) {
+    d[j] = _mm512_add_ps(_mm512_shuffle_ps(c[j], c[j + 2], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(c[j], c[j + 2], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  const __m512 e = _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  // e holds, per 128-bit lane L, the sums of a_{m + o_L} for m = 0, 2, 1, 3
+  // (o = 0, 8, 4, 12): put sum j in lane j.
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15), e);
+}
+
+void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
+                 int64_t s_stride) {
+  // The n keys as f32, zero-padded to 16 keys x a multiple of 16 elements.
+  alignas(64) float kf[kAttnKeys][kAttnMaxHeadDim];
+  const int64_t chunks = (hd + 15) / 16;
+  for (int j = 0; j < kAttnKeys; ++j) {
+    if (j >= n) {
+      for (int64_t c = 0; c < chunks; ++c) _mm512_store_ps(kf[j] + 16 * c, _mm512_setzero_ps());
+      continue;
+    }
+    const auto* row = reinterpret_cast<const uint16_t*>(reinterpret_cast<const char*>(k) + j * k_stride);
+    for (int64_t c = 0; c < chunks; ++c)
+      _mm512_store_ps(kf[j] + 16 * c, load_f16(row + 16 * c, tail_mask(hd - 16 * c)));
+  }
+  const auto keep = static_cast<__mmask16>((1u << n) - 1u);
+  for (int h = 0; h < heads; ++h) {
+    const float* qh = q + h * hd;
+    __m512 acc[kAttnKeys];
+    for (auto& a : acc) a = _mm512_setzero_ps();
+    for (int64_t c = 0; c < chunks; ++c) {
+      const __m512 qv = load_f32(qh + 16 * c, tail_mask(hd - 16 * c));
+#pragma GCC unroll 16
+      for (int j = 0; j < kAttnKeys; ++j) acc[j] = _mm512_fmadd_ps(qv, _mm512_load_ps(kf[j] + 16 * c), acc[j]);
+    }
+    _mm512_mask_storeu_ps(s + h * s_stride, keep, reduce16(acc));
+  }
+}
+
 void scale(float* y, float a, int64_t n) {
   const __m512 va = _mm512_set1_ps(a);
   for (int64_t i = 0; i < n; i += 16) {
@@ -504,6 +557,7 @@ const Kernels& avx512_kernels() {
       .quantize_row_q8_0 = quantize_row_q8_0,
       .axpy_f16 = axpy_f16,
       .attn_pv_f16 = attn_pv_f16,
+      .attn_qk_f16 = attn_qk_f16,
       .scale = scale,
       .f32_to_f16_row = f32_to_f16_row,
       .rmsnorm = rmsnorm,

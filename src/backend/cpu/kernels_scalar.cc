@@ -164,6 +164,7 @@ const Kernels& scalar_kernels() {
       .quantize_row_q8_0 = quantize_row_q8_0,
       .axpy_f16 = axpy_f16,
       .attn_pv_f16 = nullptr,
+      .attn_qk_f16 = nullptr,
       .scale = scale,
       .f32_to_f16_row = f32_to_f16_row,
       .rmsnorm = rmsnorm,

@@ -102,15 +102,24 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   // Bytes between consecutive slots' rows (all heads of one token).
   const auto row_bytes = static_cast<int64_t>(static_cast<uint64_t>(kv.spec().n_kv_heads) * kv_head_bytes(t, hd));
   const bool group_pv = t == KvDtype::kF16 && k.attn_pv_f16 != nullptr;
+  const bool group_qk = t == KvDtype::kF16 && k.attn_qk_f16 != nullptr && hd <= kAttnMaxHeadDim;
   for (int32_t start = 0; start < n_ctx; start += bs) {
     const int64_t slot0 = static_cast<int64_t>(seq.block_table[static_cast<size_t>(start / bs)]) * bs;
     const int32_t n = std::min(bs, n_ctx - start);
+    if (group_qk) {
+      // Every head of the group at once, each key row converted once.
+      const auto* key0 = static_cast<const uint8_t*>(kv.k(layer, slot0)) + head_off;
+      for (int32_t j0 = 0; j0 < n; j0 += kAttnKeys) {
+        k.attn_qk_f16(q, group, reinterpret_cast<const uint16_t*>(key0 + j0 * row_bytes), row_bytes,
+                      std::min(kAttnKeys, n - j0), hd, s + j0, bs);
+      }
+    }
     for (int32_t g = 0; g < group; ++g) {
       const float* qg = q + static_cast<int64_t>(g) * hd;
       float tile_max = -std::numeric_limits<float>::infinity();
       float* sg = s + static_cast<int64_t>(g) * bs;
-      int32_t j = 0;
-      if (t == KvDtype::kF16) {
+      int32_t j = group_qk ? n : 0;
+      if (t == KvDtype::kF16 && !group_qk) {
         // Four keys per call, bit-identical to one dot_f16 each (kernels.h).
         const auto* key0 = static_cast<const uint8_t*>(kv.k(layer, slot0)) + head_off;
         for (; j + kDotRows <= n; j += kDotRows) {
