@@ -3,23 +3,20 @@
 // chat with a template, every error path, /metrics, cancellation on
 // disconnect, /health and /metrics latency while the engine is saturated,
 // and 64 concurrent streams.
-#include "server/http_server.h"
-
 #include <gtest/gtest.h>
 
-#include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
-
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
-#include <nlohmann/json.hpp>
-
-#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <thread>
+#include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
 #include <vector>
 
 #include "http_test_client.h"
+#include "server/http_server.h"
 #include "test_support.h"
 
 namespace tessera::server {
@@ -158,7 +155,8 @@ TEST_F(ServerTest, PromptVariantsNAndLogprobs) {
   EXPECT_EQ(j["choices"][3]["index"], 3);
   EXPECT_EQ(j["choices"][0]["logprobs"]["tokens"].size(), 4u);
   EXPECT_EQ(j["choices"][0]["logprobs"]["top_logprobs"][0].size(), 2u);
-  auto ids = http_request(port, "POST", "/v1/completions", R"({"prompt":[1,403,407,261,378],"max_tokens":3,"temperature":0})");
+  auto ids =
+      http_request(port, "POST", "/v1/completions", R"({"prompt":[1,403,407,261,378],"max_tokens":3,"temperature":0})");
   ASSERT_EQ(ids.status, 200) << ids.body;
 }
 
@@ -244,8 +242,8 @@ TEST_F(ServerTest, BadRequests) {
   EXPECT_NE(tl.body.find("context"), std::string::npos) << tl.body;
   auto unknown = post(R"({"model":"gpt-4","prompt":"hi"})");
   expect_error(unknown, 404, "model");
-  expect_error(http_request(port, "POST", "/v1/chat/completions", R"({"messages":[{"role":"wizard","content":"x"}]})"), 400,
-               "messages");
+  expect_error(http_request(port, "POST", "/v1/chat/completions", R"({"messages":[{"role":"wizard","content":"x"}]})"),
+               400, "messages");
   // The server still answers after all that.
   EXPECT_EQ(post(R"({"prompt":"hi","max_tokens":2})").status, 200);
 }
@@ -275,8 +273,9 @@ struct RawStream {
   boost::asio::ip::tcp::socket socket{ioc};
   RawStream(uint16_t port, const std::string& body) {
     socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
-    const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
-                            std::to_string(body.size()) + "\r\n\r\n" + body;
+    const std::string req =
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
     boost::asio::write(socket, boost::asio::buffer(req));
     char buf[256];
     socket.read_some(boost::asio::buffer(buf));
@@ -296,7 +295,8 @@ TEST_F(ServerTest, QueueFullIs429AndHealthStaysResponsive) {
     EXPECT_EQ(http_request(port, "GET", "/health", "").status, 200);
     EXPECT_EQ(http_request(port, "GET", "/metrics", "").status, 200);
   }  // closing the socket cancels the stream
-  for (int i = 0; i < 200 && server_->state().in_flight.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 200 && server_->state().in_flight.load() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(http_request(port, "POST", "/v1/completions", R"({"prompt":"hi","max_tokens":2})").status, 200);
 }
 
@@ -310,9 +310,11 @@ TEST_F(ServerTest, HealthAndMetricsWithin100msWhileSaturated) {
   constexpr int kStreams = 64;
   std::vector<std::unique_ptr<RawStream>> streams;
   for (int i = 0; i < kStreams; ++i) {
-    streams.push_back(std::make_unique<RawStream>(
-        port, json{{"prompt", "Once upon a time " + std::to_string(i)}, {"max_tokens", 200}, {"ignore_eos", true},
-                   {"stream", true}}.dump()));
+    streams.push_back(std::make_unique<RawStream>(port, json{{"prompt", "Once upon a time " + std::to_string(i)},
+                                                             {"max_tokens", 200},
+                                                             {"ignore_eos", true},
+                                                             {"stream", true}}
+                                                            .dump()));
   }
   const EngineMetrics busy = engine_->metrics();
   EXPECT_GT(busy.running, 0);
@@ -341,24 +343,31 @@ TEST_F(ServerTest, HealthAndMetricsWithin100msWhileSaturated) {
 TEST_F(ServerTest, ClientDisconnectCancels) {
   const uint16_t port = start();
   const int64_t before = engine_->metrics().finished_cancelled;
-  {
-    RawStream s(port, R"({"prompt":"Once upon a time","max_tokens":400,"ignore_eos":true,"stream":true})");
+  { RawStream s(port, R"({"prompt":"Once upon a time","max_tokens":400,"ignore_eos":true,"stream":true})"); }
+  for (int i = 0; i < 300 && server_->state().in_flight.load() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   {  // non-streaming too: disconnect before the answer
     boost::asio::io_context ioc;
     boost::asio::ip::tcp::socket sock(ioc);
     sock.connect({boost::asio::ip::make_address("127.0.0.1"), port});
     const std::string body = R"({"prompt":"Once upon a time","max_tokens":400,"ignore_eos":true})";
-    const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
-                            "\r\n\r\n" + body;
+    const std::string req =
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+        body;
     boost::asio::write(sock, boost::asio::buffer(req));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // Disconnect as soon as the request is in flight: a fixed sleep let the
+    // 400 tokens of this tiny model finish first once decode got faster.
+    for (int i = 0; i < 2000 && server_->state().in_flight.load() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
   }
   for (int i = 0; i < 300 && engine_->metrics().finished_cancelled < before + 2; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_GE(engine_->metrics().finished_cancelled, before + 2);
-  for (int i = 0; i < 100 && engine_->metrics().running > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 100 && engine_->metrics().running > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(engine_->metrics().running, 0);
   EXPECT_EQ(server_->state().in_flight.load(), 0);
 }
@@ -374,13 +383,14 @@ TEST_F(ServerTest, MetricsExposition) {
     EXPECT_NE(r.body.find(std::string("# TYPE ") + name + " histogram"), std::string::npos) << name;
     EXPECT_NE(r.body.find(std::string(name) + "_bucket{le=\"+Inf\"}"), std::string::npos) << name;
   }
-  for (const char* name : {"tessera_num_requests_running", "tessera_num_requests_waiting", "tessera_kv_cache_usage_perc"}) {
+  for (const char* name :
+       {"tessera_num_requests_running", "tessera_num_requests_waiting", "tessera_kv_cache_usage_perc"}) {
     EXPECT_NE(r.body.find(std::string("# TYPE ") + name + " gauge"), std::string::npos) << name;
   }
-  for (const char* name : {"tessera_prompt_tokens_total", "tessera_cached_prompt_tokens_total",
-                           "tessera_generation_tokens_total", "tessera_prefix_cache_queries_total",
-                           "tessera_prefix_cache_hits_total", "tessera_num_preemptions_total",
-                           "tessera_request_success_total"}) {
+  for (const char* name :
+       {"tessera_prompt_tokens_total", "tessera_cached_prompt_tokens_total", "tessera_generation_tokens_total",
+        "tessera_prefix_cache_queries_total", "tessera_prefix_cache_hits_total", "tessera_num_preemptions_total",
+        "tessera_request_success_total"}) {
     EXPECT_NE(r.body.find(std::string("# HELP ") + name + " "), std::string::npos) << name;
     EXPECT_NE(r.body.find(std::string("# TYPE ") + name + " counter"), std::string::npos) << name;
   }
@@ -426,8 +436,11 @@ TEST_F(ServerTest, SixtyFourConcurrentStreams) {
   std::atomic<int> ok{0};
   for (int i = 0; i < kClients; ++i) {
     threads.emplace_back([&, i] {
-      const std::string body = json{{"prompt", "Once upon a time " + std::to_string(i)}, {"max_tokens", 16},
-                                    {"stream", true}, {"seed", i}}.dump();
+      const std::string body = json{
+          {"prompt", "Once upon a time " + std::to_string(i)},
+          {"max_tokens", 16},
+          {"stream", true},
+          {"seed", i}}.dump();
       auto r = http_request(port, "POST", "/v1/completions", body);
       const auto events = sse_data(r.body);
       if (r.status == 200 && !events.empty() && events.back() == "[DONE]") ++ok;

@@ -1,6 +1,7 @@
 #include "backend/cpu/paged_attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -88,10 +89,11 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   const int32_t group = sh.n_heads / sh.n_kv_heads;
   const int32_t hd = sh.head_dim;
   const int32_t bs = kv.spec().block_size;
-  scratch.assign(static_cast<size_t>(group) * (2 + bs), 0.0f);
-  float* m = scratch.data();  // [group] running max
-  float* l = m + group;       // [group] running sum
-  float* s = l + group;       // [group, bs] scores of one tile
+  scratch.assign(static_cast<size_t>(group) * (2 + bs + hd), 0.0f);
+  float* m = scratch.data();                               // [group] running max
+  float* l = m + group;                                    // [group] running sum
+  float* s = l + group;                                    // [group, bs] scores of one tile
+  float* q_scaled = s + static_cast<int64_t>(group) * bs;  // [group, hd] q * scale (attn_qk_f16)
   for (int32_t g = 0; g < group; ++g) {
     m[g] = -std::numeric_limits<float>::infinity();
     std::fill(out + static_cast<int64_t>(g) * hd, out + static_cast<int64_t>(g + 1) * hd, 0.0f);
@@ -103,6 +105,10 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   const auto row_bytes = static_cast<int64_t>(static_cast<uint64_t>(kv.spec().n_kv_heads) * kv_head_bytes(t, hd));
   const bool group_pv = t == KvDtype::kF16 && k.attn_pv_f16 != nullptr;
   const bool group_qk = t == KvDtype::kF16 && k.attn_qk_f16 != nullptr && hd <= kAttnMaxHeadDim;
+  if (group_qk) {
+    // Scores come out scaled (softmax scale folded into q once per item).
+    for (int64_t i = 0; i < static_cast<int64_t>(group) * hd; ++i) q_scaled[i] = q[i] * sh.scale;
+  }
   for (int32_t start = 0; start < n_ctx; start += bs) {
     const int64_t slot0 = static_cast<int64_t>(seq.block_table[static_cast<size_t>(start / bs)]) * bs;
     const int32_t n = std::min(bs, n_ctx - start);
@@ -110,7 +116,7 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
       // Every head of the group at once, each key row converted once.
       const auto* key0 = static_cast<const uint8_t*>(kv.k(layer, slot0)) + head_off;
       for (int32_t j0 = 0; j0 < n; j0 += kAttnKeys) {
-        k.attn_qk_f16(q, group, reinterpret_cast<const uint16_t*>(key0 + j0 * row_bytes), row_bytes,
+        k.attn_qk_f16(q_scaled, group, reinterpret_cast<const uint16_t*>(key0 + j0 * row_bytes), row_bytes,
                       std::min(kAttnKeys, n - j0), hd, s + j0, bs);
       }
     }
@@ -127,10 +133,10 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
         }
       }
       for (; j < n; ++j) sg[j] = dot_key(k, t, static_cast<const uint8_t*>(kv.k(layer, slot0 + j)) + head_off, qg, hd);
-      for (j = 0; j < n; ++j) {
-        sg[j] *= sh.scale;
-        tile_max = std::max(tile_max, sg[j]);
+      if (!group_qk) {
+        for (j = 0; j < n; ++j) sg[j] *= sh.scale;
       }
+      for (j = 0; j < n; ++j) tile_max = std::max(tile_max, sg[j]);
       const float m_new = std::max(m[g], tile_max);
       const float correction = std::exp(m[g] - m_new);  // 0 on the first tile
       float* og = out + static_cast<int64_t>(g) * hd;
@@ -169,10 +175,17 @@ void paged_attention(ThreadPool& pool, const Kernels& k, const AttentionShape& s
   }
   const int32_t group = shape.n_heads / shape.n_kv_heads;
   const int64_t row = static_cast<int64_t>(shape.n_heads) * shape.head_dim;
-  pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t b, int64_t e) {
+  // Items handed out by an atomic counter, last token first: a prefill's
+  // later tokens attend to more positions (causal), so equal static shares
+  // would leave the thread with the early tokens waiting, and the longest
+  // items first leave the short ones to even out the end. Which thread runs
+  // an item does not change its bits.
+  std::atomic<size_t> next{0};
+  pool.run([&](int, int) {
     std::vector<float> scratch;
-    for (int64_t i = b; i < e; ++i) {
-      const Item& it = items[static_cast<size_t>(i)];
+    for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < items.size();
+         i = next.fetch_add(1, std::memory_order_relaxed)) {
+      const Item& it = items[items.size() - 1 - i];
       const int64_t off = it.token * row + static_cast<int64_t>(it.kv_head) * group * shape.head_dim;
       attend_one(k, shape, q + off, positions[it.token], *it.seq, kv, layer, it.kv_head, out + off, scratch);
     }
