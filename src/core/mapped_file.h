@@ -23,6 +23,13 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
   ~MappedFile();
 
+  // Hints that [p, p + bytes) will not be read again soon (a copy replaces
+  // it): where the range lies inside a live MappedFile, its whole pages are
+  // dropped from this process (madvise MADV_DONTNEED: the file's pages stay
+  // in the page cache and fault back in if read, so contents never change).
+  // Any other memory is left alone. Thread-safe.
+  static void release_pages(const void* p, size_t bytes);
+
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }

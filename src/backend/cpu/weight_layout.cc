@@ -6,6 +6,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/matmul.h"
 #include "core/check.h"
+#include "core/mapped_file.h"
 #include "core/thread_pool.h"
 
 namespace tessera::cpu {
@@ -78,6 +79,9 @@ MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& poo
     const size_t off = static_cast<size_t>(r0) * row_bytes;
     repack_rows_x16(w.dtype, src + off, copy.data() + off, r1 - r0, w.cols);
   });
+  // The GGUF bytes are not read again through this view: a mapped model
+  // file need not stay resident next to the copy.
+  MappedFile::release_pages(src, row_bytes * static_cast<size_t>(w.rows));
   MatrixView out = w;
   out.data = copy.data();
   out.layout = WeightLayout::kX16;
