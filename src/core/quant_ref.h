@@ -52,6 +52,8 @@ void dequantize_row_q8_k_ref(const BlockQ8_K* x, float* y, int64_t n);
 // Q4_K/Q5_K sub-block j's 6-bit scale and min from the 12 packed bytes
 // (ggml get_scale_min_k4).
 void q4k_scale_min(int j, const uint8_t* scales, uint8_t* sc, uint8_t* m);
+// The inverse: packs sc[8] and m[8] (6-bit values) into out[12].
+void pack_scale_min_k4(const uint8_t* sc, const uint8_t* m, uint8_t* out);
 // Q3_K sub-block j's scale code (6 bits, 0..63; the multiplier is code - 32).
 int q3k_scale(int j, const uint8_t* scales);
 

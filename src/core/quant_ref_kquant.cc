@@ -16,16 +16,22 @@ namespace {
 
 constexpr int kQk = kSuperBlockElems;
 
-int clamp_i(long v, int lo, int hi) { return static_cast<int>(v < lo ? lo : (v > hi ? hi : v)); }
+int clamp_i(long v, int lo, int hi) {
+  return static_cast<int>(v < lo ? lo : (v > hi ? hi : v));
+}
 
 // 2-bit field of element e in a 64-byte qs array shared by Q2_K and Q3_K:
 // element 128h + 32c + l sits in bits 2c..2c+1 of qs[32h + l].
-int q2_bits(const uint8_t* qs, int e) { return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3; }
+int q2_bits(const uint8_t* qs, int e) {
+  return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+}
 void set_q2_bits(uint8_t* qs, int e, int v) {
   qs[32 * (e / 128) + e % 32] |= static_cast<uint8_t>((v & 3) << (2 * ((e % 128) / 32)));
 }
 // Q3_K's third bit of element e: bit 4h + c of hmask[l].
-int q3_hbit(const uint8_t* hmask, int e) { return (hmask[e % 32] >> (4 * (e / 128) + (e % 128) / 32)) & 1; }
+int q3_hbit(const uint8_t* hmask, int e) {
+  return (hmask[e % 32] >> (4 * (e / 128) + (e % 128) / 32)) & 1;
+}
 // Q4_K/Q5_K nibble of element e: low nibble of qs[32p + l] for e = 64p + l,
 // high nibble for e = 64p + 32 + l.
 int q4_nibble(const uint8_t* qs, int e) {
@@ -123,7 +129,8 @@ Symmetric quantize_symmetric(const float* x, int half, int code_max) {
   return s;
 }
 
-// Inverse of q4k_scale_min: packs 8 six-bit scales and mins into 12 bytes.
+}  // namespace
+
 void pack_scale_min_k4(const uint8_t* sc, const uint8_t* m, uint8_t* out) {
   for (int j = 0; j < 4; ++j) {
     out[j] = static_cast<uint8_t>(sc[j] | (sc[j + 4] >> 4) << 6);
@@ -131,8 +138,6 @@ void pack_scale_min_k4(const uint8_t* sc, const uint8_t* m, uint8_t* out) {
     out[j + 8] = static_cast<uint8_t>((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
   }
 }
-
-}  // namespace
 
 void q4k_scale_min(int j, const uint8_t* scales, uint8_t* sc, uint8_t* m) {
   if (j < 4) {
@@ -282,7 +287,8 @@ void dequantize_row_q6_k_ref(const BlockQ6_K* x, float* y, int64_t n) {
   for (int64_t b = 0; b < n / kQk; ++b) {
     const float d = fp16_to_fp32(x[b].d);
     for (int e = 0; e < kQk; ++e) {
-      y[b * kQk + e] = d * static_cast<float>(x[b].scales[e / 16]) * static_cast<float>(q6_value(x[b].ql, x[b].qh, e) - 32);
+      y[b * kQk + e] =
+          d * static_cast<float>(x[b].scales[e / 16]) * static_cast<float>(q6_value(x[b].ql, x[b].qh, e) - 32);
     }
   }
 }

@@ -36,7 +36,7 @@ struct Problem {
 };
 
 bool is_quant(DType t) {
-  return t == DType::kQ8_0 || t == DType::kQ4_0;
+  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K;
 }
 
 Problem make_problem(DType t, int64_t rows, int64_t tokens, int64_t n, uint32_t seed) {
@@ -55,11 +55,12 @@ Problem make_problem(DType t, int64_t rows, int64_t tokens, int64_t n, uint32_t 
   }
   p.x = random_floats(tokens * n, seed + 1000, 2.0f);
   p.x_used = p.x;
-  if (is_quant(t)) {
-    std::vector<BlockQ8_0> q(static_cast<size_t>(n / kQuantBlockElems));
+  if (is_quant(t)) {  // the activation format of the weight type: Q8_0, or Q8_K for Q4_K
+    const DType act = dtype_vec_dot_type(t);
+    std::vector<uint8_t> q(dtype_row_bytes(act, n));
     for (int64_t k = 0; k < tokens; ++k) {
-      quantize_row_q8_0_ref(p.x.data() + k * n, q.data(), n);
-      dequantize_row_q8_0_ref(q.data(), p.x_used.data() + k * n, n);
+      quantize_row(act, p.x.data() + k * n, q.data(), n);
+      dequantize_row(act, q.data(), p.x_used.data() + k * n, n);
     }
   }
   return p;
@@ -69,13 +70,21 @@ Problem make_problem(DType t, int64_t rows, int64_t tokens, int64_t n, uint32_t 
 // or the f32 rows themselves.
 struct Activations {
   std::vector<PackedQ8x16Group> packed;
+  std::vector<PackedQ8KGroup> packed_k;
   const void* data = nullptr;
   int64_t stride = 0;  // bytes between rows
 };
 
 Activations make_activations(const GemmKernels& g, const Problem& p) {
   Activations a;
-  if (is_quant(p.dtype)) {
+  if (p.dtype == DType::kQ4_K) {
+    const size_t row_bytes = packed_q8k_row_bytes(p.n);
+    const size_t groups = row_bytes / sizeof(PackedQ8KGroup);
+    a.packed_k.resize(groups * static_cast<size_t>(p.tokens));
+    for (int64_t k = 0; k < p.tokens; ++k) g.pack_q8k(p.x.data() + k * p.n, a.packed_k.data() + k * groups, p.n);
+    a.data = a.packed_k.data();
+    a.stride = static_cast<int64_t>(row_bytes);
+  } else if (is_quant(p.dtype)) {
     const size_t row_bytes = packed_q8x16_row_bytes(p.n);
     const size_t groups = row_bytes / sizeof(PackedQ8x16Group);
     a.packed.resize(groups * static_cast<size_t>(p.tokens));
@@ -104,6 +113,9 @@ void run_tile(const GemmKernels& g, const Problem& p, const Activations& a, int6
       break;
     case DType::kQ4_0:
       g.tile_q4_0(w, ws, rows, static_cast<const PackedQ8x16Group*>(x), a.stride, tokens, p.n, out, p.rows);
+      break;
+    case DType::kQ4_K:
+      g.tile_q4_k(w, ws, rows, static_cast<const PackedQ8KGroup*>(x), a.stride, tokens, p.n, out, p.rows);
       break;
     case DType::kF32:
       g.tile_f32(reinterpret_cast<const float*>(w), ws, rows, static_cast<const float*>(x), a.stride, tokens, p.n, out,
@@ -134,7 +146,7 @@ std::vector<float> run_with_shape(const GemmKernels& g, const Problem& p, const 
   return y;
 }
 
-const DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
+const DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K};
 
 TEST(Gemm, PackedLayoutMatchesQ8_0Blocks) {
   for (Isa isa : supported_isas()) {
@@ -176,8 +188,9 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
     SCOPED_TRACE(isa_label(isa));
     uint32_t seed = 7;
     for (DType t : kTypes) {
-      const std::vector<int64_t> sizes = is_quant(t) ? std::vector<int64_t>{32, 96, 512, 544, 992, 2048}
-                                                     : std::vector<int64_t>{1, 15, 16, 33, 100, 2048};
+      const std::vector<int64_t> sizes = t == DType::kQ4_K ? std::vector<int64_t>{256, 768, 1024, 1280, 2048}
+                                         : is_quant(t)     ? std::vector<int64_t>{32, 96, 512, 544, 992, 2048}
+                                                           : std::vector<int64_t>{1, 15, 16, 33, 100, 2048};
       const int max_r = is_quant(t) ? g->quant_rows : g->float_rows;
       const int max_t = is_quant(t) ? g->quant_tokens : g->float_tokens;
       for (int64_t n : sizes) {
@@ -210,8 +223,10 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
                 const uint8_t* w0 = p.w.data() + static_cast<size_t>(r0) * p.w_row_bytes;
                 if (t == DType::kQ8_0) {
                   g->tile_q8_0(w0, ws, tr, xk, a.stride, 1, n, out.data(), 1);
-                } else {
+                } else if (t == DType::kQ4_0) {
                   g->tile_q4_0(w0, ws, tr, xk, a.stride, 1, n, out.data(), 1);
+                } else {
+                  g->tile_q4_k(w0, ws, tr, reinterpret_cast<const PackedQ8KGroup*>(xk), a.stride, 1, n, out.data(), 1);
                 }
                 for (int s = 0; s < tr; ++s) {
                   ASSERT_EQ(0, std::memcmp(&out[s], &one[static_cast<size_t>(k * p.rows + r0 + 2 * s)], sizeof(float)))

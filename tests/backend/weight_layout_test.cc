@@ -35,8 +35,10 @@ TEST(WeightLayout, HandWorkedQ4_0Row) {
 // Repack then unpack gives the bytes back, for rows of whole groups, of a
 // short last group, and of one short group only; the repacked row differs.
 TEST(WeightLayout, RoundTrip) {
-  for (DType t : {DType::kQ4_0, DType::kQ8_0}) {
-    for (int64_t cols : {32, 96, 512, 544, 1024 + 480}) {
+  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K}) {
+    const std::vector<int64_t> sizes = t == DType::kQ4_K ? std::vector<int64_t>{256, 768, 1024, 1280, 2304}
+                                                         : std::vector<int64_t>{32, 96, 512, 544, 1024 + 480};
+    for (int64_t cols : sizes) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " cols=" + std::to_string(cols));
       const int64_t rows = 3;
       const size_t bytes = dtype_row_bytes(t, cols) * rows;
@@ -46,7 +48,7 @@ TEST(WeightLayout, RoundTrip) {
       repack_rows_x16(t, gguf.data(), x16.data(), rows, cols);
       unpack_rows_x16(t, x16.data(), back.data(), rows, cols);
       EXPECT_EQ(back, gguf);
-      if (cols > 32) {
+      if (cols > dtype_block_elems(t)) {
         EXPECT_NE(x16, gguf);
       }
     }
@@ -58,7 +60,7 @@ TEST(WeightLayout, RoundTrip) {
 TEST(WeightLayout, PrepareMatrixRepacksOnlyForTileKernels) {
   ThreadPool pool(2);
   const int64_t rows = 5, cols = 544;
-  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kF16}) {
+  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kF16}) {
     const int64_t c = dtype_is_k_quant(t) ? 512 : cols;
     std::vector<uint8_t> bytes(dtype_row_bytes(t, c) * rows, 0x11);
     const MatrixView w{t, bytes.data(), rows, c};

@@ -14,11 +14,13 @@
 // 4 × 6 tile, and matmul's result for a token does not depend on which other
 // tokens share the call (the engine relies on this; see matmul.h).
 //
-// Quantized weights (Q8_0, Q4_0) come in the x16 layout (weight_layout.h)
-// and take activations in a packed format made by pack_q8x16 from f32: the
-// row is quantized to Q8_0 exactly as Kernels::quantize_row_q8_0 does, then
-// each group of sixteen blocks is laid out like the weights' group
-// (PackedQ8x16Group). Float weights take f32 activations directly.
+// Quantized weights (Q8_0, Q4_0, Q4_K) come in the x16 layout
+// (weight_layout.h) and take activations in a packed format made from f32
+// by pack_q8x16 (Q8_0 blocks quantized exactly as
+// Kernels::quantize_row_q8_0, each group of sixteen blocks laid out like the
+// weights' group: PackedQ8x16Group) or pack_q8k (Q8_K blocks as
+// Kernels::quantize_row_q8_k, four per PackedQ8KGroup). Float weights take
+// f32 activations directly.
 #pragma once
 
 #include <cstddef>
@@ -41,6 +43,26 @@ struct alignas(64) PackedQ8x16Group {
 };
 static_assert(sizeof(PackedQ8x16Group) == 640);
 
+// Four Q8_K activation blocks (1024 elements) laid out like a group of x16
+// Q4_K weights: lane L = 4s + c is chunk c (64 elements) of block s;
+// lo[k][4L + i] is quant 64c + 4k + i of block s (sub-block 2c), hi[k][4L + i]
+// quant 64c + 32 + 4k + i (sub-block 2c + 1).
+struct alignas(64) PackedQ8KGroup {
+  int8_t lo[8][64];
+  int8_t hi[8][64];
+  float d[16];       // lane L: block s's scale
+  float sum_lo[16];  // lane L: sum of sub-block 2c's 32 quants (exact)
+  float sum_hi[16];  // lane L: sum of sub-block 2c + 1's quants
+};
+static_assert(sizeof(PackedQ8KGroup) == 1216);
+
+// Bytes of one packed Q8_K row of n elements (n % 256 == 0), the last group
+// zero-padded.
+inline size_t packed_q8k_row_bytes(int64_t n) {
+  const int64_t blocks = n / kSuperBlockElems;
+  return static_cast<size_t>((blocks + 3) / 4) * sizeof(PackedQ8KGroup);
+}
+
 // Offsets of the unsigned weight quants: Q8_0 as w + 128, Q4_0 nibbles as w + 8.
 inline constexpr int32_t kQ8Offset = 128;
 inline constexpr int32_t kQ4Offset = 8;
@@ -62,6 +84,9 @@ struct GemmKernels {
   // x[n] f32 -> out[packed_q8x16_row_bytes(n)], 64-byte aligned; n % 32 == 0;
   // offset: kQ8Offset for Q8_0 weights, kQ4Offset for Q4_0.
   void (*pack_q8x16)(const float* x, PackedQ8x16Group* out, int64_t n, int32_t offset);
+  // x[n] f32 -> out[packed_q8k_row_bytes(n)], 64-byte aligned; n % 256 == 0;
+  // quantized exactly as Kernels::quantize_row_q8_k does (for Q4_K weights).
+  void (*pack_q8k)(const float* x, PackedQ8KGroup* out, int64_t n);
 
   // Tile kernels. w: first weight row (x16 layout for Q8_0 / Q4_0); w_stride:
   // bytes between weight rows; x: first activation row (packed groups for quantized weights, f32 for
@@ -74,6 +99,8 @@ struct GemmKernels {
                     int tokens, int64_t n, float* y, int64_t y_stride);
   void (*tile_q4_0)(const uint8_t* w, int64_t w_stride, int rows, const PackedQ8x16Group* x, int64_t x_stride,
                     int tokens, int64_t n, float* y, int64_t y_stride);
+  void (*tile_q4_k)(const uint8_t* w, int64_t w_stride, int rows, const PackedQ8KGroup* x, int64_t x_stride, int tokens,
+                    int64_t n, float* y, int64_t y_stride);
   void (*tile_f32)(const float* w, int64_t w_stride, int rows, const float* x, int64_t x_stride, int tokens, int64_t n,
                    float* y, int64_t y_stride);
   void (*tile_f16)(const uint16_t* w, int64_t w_stride, int rows, const float* x, int64_t x_stride, int tokens,

@@ -147,6 +147,121 @@ void tile_quant(const uint8_t* w, int64_t w_stride, const PackedQ8x16Group* x, i
   }
 }
 
+// ---- Q4_K (x16 layout: groups of 4 super-blocks, lanes = 64-element chunks) ----
+
+void pack_q8k(const float* x, PackedQ8KGroup* out, int64_t n) {
+  const int64_t nb = n / kSuperBlockElems;
+  const int64_t groups = (nb + kX16SuperBlocks - 1) / kX16SuperBlocks;
+  BlockQ8_K blk[kX16SuperBlocks];
+  for (int64_t g = 0; g < groups; ++g) {
+    const int have = static_cast<int>(std::min<int64_t>(kX16SuperBlocks, nb - g * kX16SuperBlocks));
+    avx512_kernels().quant->quantize_row_q8_k(x + g * kX16SuperBlocks * kSuperBlockElems, blk,
+                                              int64_t{have} * kSuperBlockElems);
+    PackedQ8KGroup& p = out[g];
+    std::memset(&p, 0, sizeof(p));
+    for (int s = 0; s < have; ++s) {
+      for (int c = 0; c < 4; ++c) {
+        const int lane = 4 * s + c;
+        const int8_t* q = blk[s].qs + 64 * c;
+        int32_t lo = 0, hi = 0;
+        for (int k = 0; k < 8; ++k) {
+          std::memcpy(&p.lo[k][4 * lane], q + 4 * k, 4);
+          std::memcpy(&p.hi[k][4 * lane], q + 32 + 4 * k, 4);
+        }
+        for (int i = 0; i < 32; ++i) {
+          lo += q[i];
+          hi += q[32 + i];
+        }
+        p.d[lane] = blk[s].d;
+        p.sum_lo[lane] = static_cast<float>(lo);
+        p.sum_hi[lane] = static_cast<float>(hi);
+      }
+    }
+  }
+}
+
+// One row's group of `blocks` super-blocks: per lane the sub-block scale
+// factors d·sc (even / odd sub-block) and dmin·m, and the 8 quant words.
+struct Q4KGroup {
+  __m512 scale_lo, scale_hi, min_lo, min_hi;
+  __m512i words[8];
+};
+
+Q4KGroup load_q4_k_group(const uint8_t* p, int blocks) {
+  Q4KGroup g;
+  const int lanes = 4 * blocks;
+  const auto lane_mask = static_cast<__mmask16>((1u << lanes) - 1u);
+  const auto block_mask = static_cast<__mmask8>((1u << blocks) - 1u);
+  // d and dmin of block s to lanes 4s..4s+3.
+  const __m512i to_lanes = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  const __m128 d4 = _mm_cvtph_ps(_mm_maskz_loadu_epi16(block_mask, p));
+  const __m128 dmin4 = _mm_cvtph_ps(_mm_maskz_loadu_epi16(block_mask, p + 2 * blocks));
+  const __m512 d = _mm512_permutexvar_ps(to_lanes, _mm512_castps128_ps512(d4));
+  const __m512 dmin = _mm512_permutexvar_ps(to_lanes, _mm512_castps128_ps512(dmin4));
+  // The 3-byte lane entries widened to 32 bits: 128-bit lane q takes the
+  // 12 bytes of entries 4q..4q+3 (dwords 3q..3q+2), then bytes 3m..3m+2
+  // become dword m.
+  const __m512i raw = _mm512_maskz_loadu_epi8((__mmask64{1} << (3 * lanes)) - 1, p + 4 * blocks);
+  const __m512i spread =
+      _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 2, 2, 3, 4, 5, 5, 6, 7, 8, 8, 9, 10, 11, 11), raw);
+  const __m512i e = _mm512_shuffle_epi8(
+      spread, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1)));
+  const __m512i m6 = _mm512_set1_epi32(63);
+  g.scale_lo = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_and_si512(e, m6)));
+  g.scale_hi = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(e, 6), m6)));
+  g.min_lo = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(e, 12), m6)));
+  g.min_hi = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_srli_epi32(e, 18)));
+  const uint8_t* q = p + 16 * blocks;
+  if (lanes == 16) {
+    for (int k = 0; k < 8; ++k) g.words[k] = _mm512_loadu_si512(q + 64 * k);
+  } else {
+    for (int k = 0; k < 8; ++k) g.words[k] = _mm512_maskz_loadu_epi32(lane_mask, q + 4 * lanes * k);
+  }
+  return g;
+}
+
+// Per element and group: each lane's two sub-block integer dot products,
+// then d·sc·Σq·x − dmin·m·Σx per sub-block and one FMA with d_x.
+template <int R, int T>
+void tile_q4_k_rt(const uint8_t* w, int64_t w_stride, const PackedQ8KGroup* x, int64_t x_stride, int64_t n, float* y,
+                  int64_t y_stride) {
+  const int64_t nb = n / kSuperBlockElems;
+  const int64_t groups = (nb + kX16SuperBlocks - 1) / kX16SuperBlocks;
+  const PackedQ8KGroup* xt[T];
+  for (int t = 0; t < T; ++t) xt[t] = advance(x, t * x_stride);
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  for (int64_t g = 0; g < groups; ++g) {
+    const int blocks = static_cast<int>(std::min<int64_t>(kX16SuperBlocks, nb - g * kX16SuperBlocks));
+    const size_t offset = static_cast<size_t>(g) * kX16SuperBlocks * sizeof(BlockQ4_K);
+    for (int r = 0; r < R; ++r) {
+      const Q4KGroup wg = load_q4_k_group(w + r * w_stride + offset, blocks);
+      for (int t = 0; t < T; ++t) {
+        const PackedQ8KGroup& xg = xt[t][g];
+        __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+        for (int k = 0; k < 8; ++k) {
+          lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(wg.words[k], m4), _mm512_load_si512(xg.lo[k]));
+          hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi16(wg.words[k], 4), m4),
+                                   _mm512_load_si512(xg.hi[k]));
+        }
+        __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(lo), wg.scale_lo);
+        v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), wg.scale_hi, v);
+        v = _mm512_fnmadd_ps(_mm512_load_ps(xg.sum_lo), wg.min_lo, v);
+        v = _mm512_fnmadd_ps(_mm512_load_ps(xg.sum_hi), wg.min_hi, v);
+        acc[r][t] = _mm512_fmadd_ps(v, _mm512_load_ps(xg.d), acc[r][t]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) y[t * y_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
+  }
+}
+
 // ---- float weights --------------------------------------------------------
 
 __m512 load_w(const float* p, __mmask16 m) {
@@ -223,6 +338,7 @@ struct ShapeTable {
 };
 
 using QuantFn = void (*)(const uint8_t*, int64_t, const PackedQ8x16Group*, int64_t, int64_t, float*, int64_t);
+using QuantKFn = void (*)(const uint8_t*, int64_t, const PackedQ8KGroup*, int64_t, int64_t, float*, int64_t);
 using FloatFn32 = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t);
 using FloatFn16 = void (*)(const uint16_t*, int64_t, const float*, int64_t, int64_t, float*, int64_t);
 
@@ -238,6 +354,12 @@ struct Q4Inst {
   static void run(const uint8_t* w, int64_t ws, const PackedQ8x16Group* x, int64_t xs, int64_t n, float* y,
                   int64_t ys) {
     tile_quant<Q4Rows, R, T>(w, ws, x, xs, n, y, ys);
+  }
+};
+template <int R, int T>
+struct Q4KInst {
+  static void run(const uint8_t* w, int64_t ws, const PackedQ8KGroup* x, int64_t xs, int64_t n, float* y, int64_t ys) {
+    tile_q4_k_rt<R, T>(w, ws, x, xs, n, y, ys);
   }
 };
 template <int R, int T>
@@ -261,6 +383,7 @@ struct BF16Inst {
 
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, Q8Inst> kQ8Tiles{};
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, Q4Inst> kQ4Tiles{};
+constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, Q4KInst> kQ4KTiles{};
 constexpr ShapeTable<FloatFn32, kFloatRows, kFloatTokens, F32Inst> kF32Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, F16Inst> kF16Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, BF16Inst> kBF16Tiles{};
@@ -272,6 +395,10 @@ void tile_q8_0(const uint8_t* w, int64_t ws, int rows, const PackedQ8x16Group* x
 void tile_q4_0(const uint8_t* w, int64_t ws, int rows, const PackedQ8x16Group* x, int64_t xs, int tokens, int64_t n,
                float* y, int64_t ys) {
   kQ4Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
+}
+void tile_q4_k(const uint8_t* w, int64_t ws, int rows, const PackedQ8KGroup* x, int64_t xs, int tokens, int64_t n,
+               float* y, int64_t ys) {
+  kQ4KTiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
 }
 void tile_f32(const float* w, int64_t ws, int rows, const float* x, int64_t xs, int tokens, int64_t n, float* y,
               int64_t ys) {
@@ -294,8 +421,10 @@ const GemmKernels kGemmAvx512{
     .float_rows = kFloatRows,
     .float_tokens = kFloatTokens,
     .pack_q8x16 = pack_q8x16,
+    .pack_q8k = pack_q8k,
     .tile_q8_0 = tile_q8_0,
     .tile_q4_0 = tile_q4_0,
+    .tile_q4_k = tile_q4_k,
     .tile_f32 = tile_f32,
     .tile_f16 = tile_f16,
     .tile_bf16 = tile_bf16,

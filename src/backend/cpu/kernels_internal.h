@@ -26,7 +26,6 @@ void quantize_row_q8_k_scalar(const float* x, BlockQ8_K* y, int64_t n);
 
 // Scalar entries that the SIMD tables share because they gain little from
 // vectorisation (rope's cost is dominated by sin/cos, computed once per pair).
-void rope_scalar(float* x, int n_heads, int head_dim, int n_rot, int32_t pos, const float* inv_freq,
-                 RopeStyle style);
+void rope_scalar(float* x, int n_heads, int head_dim, int n_rot, int32_t pos, const float* inv_freq, RopeStyle style);
 
 }  // namespace tessera::cpu::detail

@@ -14,8 +14,6 @@
 #include "backend/cpu/kernels_internal.h"
 #include "core/dtype.h"
 
-
-
 namespace tessera::cpu::detail {
 namespace {
 

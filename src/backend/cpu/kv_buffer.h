@@ -44,10 +44,10 @@ class KvBuffer {
   }
 
   KvCacheSpec spec_;
-  int64_t row_elems_ = 0;            // n_kv_heads * head_dim
-  int64_t row_bytes_ = 0;            // row_elems_ * element size
-  std::unique_ptr<uint8_t[]> k_;     // [n_layers, slots, n_kv_heads, head_dim]
-  std::unique_ptr<uint8_t[]> v_;     // [n_layers, slots, n_kv_heads, head_dim]
+  int64_t row_elems_ = 0;         // n_kv_heads * head_dim
+  int64_t row_bytes_ = 0;         // row_elems_ * element size
+  std::unique_ptr<uint8_t[]> k_;  // [n_layers, slots, n_kv_heads, head_dim]
+  std::unique_ptr<uint8_t[]> v_;  // [n_layers, slots, n_kv_heads, head_dim]
 };
 
 }  // namespace tessera::cpu

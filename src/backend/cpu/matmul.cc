@@ -167,7 +167,7 @@ void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, const uint8_t* w, s
   }
 }
 
-// Float weights in any layout; Q8_0 / Q4_0 once prepare_matrix has put them
+// Float weights in any layout; Q8_0 / Q4_0 / Q4_K once prepare_matrix has put them
 // in the x16 layout (a kernel table without tile kernels reads GGUF rows).
 bool has_tile_kernel(const MatrixView& w) {
   if (w.layout == WeightLayout::kX16) return true;
@@ -234,6 +234,17 @@ Activations prepare_activations(ThreadPool& pool, const Kernels& k, DType w_dtyp
                                 int64_t n_tokens, int64_t cols, std::vector<uint8_t>& scratch) {
   const DType act = dtype_vec_dot_type(w_dtype);
   if (act == DType::kF32) return {reinterpret_cast<const uint8_t*>(x), static_cast<size_t>(cols) * sizeof(float)};
+  if (tiled && w_dtype == DType::kQ4_K) {
+    const size_t row_bytes = packed_q8k_row_bytes(cols);
+    uint8_t* packed = aligned_scratch(scratch, row_bytes * static_cast<size_t>(n_tokens));  // [n_tokens, groups]
+    for_tokens(pool, n_tokens, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        k.gemm->pack_q8k(x + t * cols, reinterpret_cast<PackedQ8KGroup*>(packed + static_cast<size_t>(t) * row_bytes),
+                         cols);
+      }
+    });
+    return {packed, row_bytes};
+  }
   if (tiled) {
     const size_t row_bytes = packed_q8x16_row_bytes(cols);
     uint8_t* packed = aligned_scratch(scratch, row_bytes * static_cast<size_t>(n_tokens));  // [n_tokens, groups]
@@ -281,6 +292,10 @@ void compute_matrix_rows(const Kernels& k, bool tiled, const MatrixView& w, cons
       case DType::kQ4_0:
         tiled_rows<uint8_t, PackedQ8x16Group>(g.tile_q4_0, g.quant_rows, g.quant_tokens, wb, w_row_bytes, x.data,
                                               x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+        return;
+      case DType::kQ4_K:
+        tiled_rows<uint8_t, PackedQ8KGroup>(g.tile_q4_k, g.quant_rows, g.quant_tokens, wb, w_row_bytes, x.data,
+                                            x.row_bytes, cols, rows, n_tokens, y, r0, r1);
         return;
       case DType::kF32:
         tiled_rows<float, float>(g.tile_f32, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols,

@@ -16,8 +16,8 @@ namespace tessera::cpu {
 
 // One sequence's rows in a ragged batch.
 struct AttentionSeq {
-  int32_t token_begin = 0;             // first row in the flat batch
-  int32_t n_tokens = 0;                // rows of this sequence in the batch
+  int32_t token_begin = 0;               // first row in the flat batch
+  int32_t n_tokens = 0;                  // rows of this sequence in the batch
   std::span<const int32_t> block_table;  // the sequence's KV blocks, in position order
 };
 
@@ -25,7 +25,7 @@ struct AttentionShape {
   int32_t n_heads = 0;     // query heads
   int32_t n_kv_heads = 0;  // key/value heads; n_heads % n_kv_heads == 0 (MHA, GQA, MQA)
   int32_t head_dim = 0;
-  float scale = 1.0f;      // usually 1 / sqrt(head_dim)
+  float scale = 1.0f;  // usually 1 / sqrt(head_dim)
 };
 
 // out[t] = softmax(q[t] · Kᵀ · scale) · V over cache positions 0..positions[t]
@@ -36,7 +36,7 @@ struct AttentionShape {
 //   positions: [n_tokens]
 //   out:       [n_tokens, n_heads, head_dim]
 void paged_attention(ThreadPool& pool, const Kernels& k, const AttentionShape& shape, const float* q,
-                     const int32_t* positions, std::span<const AttentionSeq> seqs, const KvBuffer& kv,
-                     int layer, float* out);
+                     const int32_t* positions, std::span<const AttentionSeq> seqs, const KvBuffer& kv, int layer,
+                     float* out);
 
 }  // namespace tessera::cpu

@@ -11,7 +11,16 @@
 //       byte j holding elements j and j + 16 as its low and high nibble;
 //       Q8_0: 8 words, byte j element j).
 //
-// One 64-byte load then holds word k of 16 blocks, so vpdpbusd leaves each
+//   Q4_K: groups of 4 super-blocks (g < 4 for the last group of a row),
+//   lanes = the 4g chunks of 64 elements (chunk c of super-block s is lane
+//   4s + c; its 32 quant bytes hold sub-block 2c in the low nibbles and
+//   2c + 1 in the high ones). A group keeps its g * 144 bytes:
+//     - the g f16 d, then the g f16 dmin (4g bytes);
+//     - per lane 3 bytes, little-endian sc_2c | sc_2c+1 << 6 | m_2c << 12 |
+//       m_2c+1 << 18 (the 6-bit scales and mins, re-packed; 12g bytes);
+//     - the quants as 4-byte words, word-major as above (8 words per lane).
+//
+// One 64-byte load then holds word k of 16 blocks (Q4_K: of 16 chunks), so vpdpbusd leaves each
 // block's integer dot product in a lane of its own and the block scales
 // apply to 16 blocks with one convert and one FMA (four blocks per FMA with
 // the GGUF layout, plus the shuffles to gather them): ~1.5x the kernel's
@@ -39,16 +48,17 @@ struct MatrixView;
 
 enum class WeightLayout : uint8_t {
   kGguf,  // as stored in GGUF files
-  kX16,   // the interleaved groups of 16 blocks above (Q4_0, Q8_0 only)
+  kX16,   // the interleaved groups above (Q4_0, Q8_0, Q4_K only)
 };
 
-// Blocks per interleaved group.
+// Blocks per interleaved group (Q4_0, Q8_0) and super-blocks per group (Q4_K).
 inline constexpr int kX16Blocks = 16;
+inline constexpr int kX16SuperBlocks = 4;
 
-// Whether dtype t has an x16 layout (Q4_0, Q8_0).
+// Whether dtype t has an x16 layout (Q4_0, Q8_0, Q4_K).
 bool has_x16_layout(DType t);
 
-// Rewrites `rows` rows of `cols` elements (cols % 32 == 0) from the GGUF
+// Rewrites `rows` rows of `cols` elements (a multiple of the block) from the GGUF
 // layout to x16 (repack) or back (unpack). src and dst hold
 // rows * dtype_row_bytes(t, cols) bytes each and must not overlap.
 // Requires has_x16_layout(t).
@@ -56,7 +66,7 @@ void repack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, in
 void unpack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols);
 
 // The view `k`'s matmul reads fastest: when k has tile kernels (k.gemm) and
-// w is a Q4_0 / Q8_0 matrix in the GGUF layout, a copy in the x16 layout
+// w is a Q4_0 / Q8_0 / Q4_K matrix in the GGUF layout, a copy in the x16 layout
 // appended to `storage` (which owns it; growing `storage` never moves the
 // bytes of earlier copies); otherwise w itself. Rows are repacked in
 // parallel on `pool`.
