@@ -21,7 +21,7 @@ class Transformer {
  public:
   // Borrows config, pool, kernels and the memory `weights` views; they must
   // outlive this object. Matrices that `kernels` reads faster in another
-  // layout (Q4_0 / Q8_0 with tile kernels: cpu::prepare_matrix) are copied
+  // layout (Q4_0 / Q8_0 / Q4_K with tile kernels: cpu::prepare_matrix) are copied
   // into that layout here, into memory this object owns (parallel on pool).
   Transformer(const ModelConfig& config, const ModelWeights& weights, ThreadPool& pool, const cpu::Kernels& kernels);
 

@@ -163,18 +163,14 @@ void pack_q8k(const float* x, PackedQ8KGroup* out, int64_t n) {
       for (int c = 0; c < 4; ++c) {
         const int lane = 4 * s + c;
         const int8_t* q = blk[s].qs + 64 * c;
-        int32_t lo = 0, hi = 0;
         for (int k = 0; k < 8; ++k) {
           std::memcpy(&p.lo[k][4 * lane], q + 4 * k, 4);
           std::memcpy(&p.hi[k][4 * lane], q + 32 + 4 * k, 4);
         }
-        for (int i = 0; i < 32; ++i) {
-          lo += q[i];
-          hi += q[32 + i];
-        }
+        const int16_t* bs = blk[s].bsums + 4 * c;  // sums of 16 quants each
         p.d[lane] = blk[s].d;
-        p.sum_lo[lane] = static_cast<float>(lo);
-        p.sum_hi[lane] = static_cast<float>(hi);
+        p.sum_lo[lane] = static_cast<float>(bs[0] + bs[1]);
+        p.sum_hi[lane] = static_cast<float>(bs[2] + bs[3]);
       }
     }
   }
