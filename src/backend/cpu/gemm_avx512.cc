@@ -86,6 +86,11 @@ WeightGroup<kWords> load_group(const uint8_t* p, int lanes) {
 struct Q8Rows {
   static constexpr int kWords = 8;
   static constexpr int kBlockBytes = sizeof(BlockQ8_0);
+  static constexpr int kBlockElems = kQuantBlockElems;
+  static constexpr int kGroupBlocks = kX16Blocks;
+  using Act = PackedQ8x16Group;
+  using Group = WeightGroup<kWords>;
+  static Group load(const uint8_t* p, int blocks) { return load_group<kWords, kBlockBytes>(p, blocks); }
   static __m512i dot(const WeightGroup<kWords>& w, const PackedQ8x16Group& x) {
     const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
     __m512i acc = _mm512_load_si512(x.offset_sum);
@@ -94,6 +99,7 @@ struct Q8Rows {
     }
     return acc;
   }
+  static __m512 fma(const Group& w, const Act& x, __m512 acc);
 };
 
 // Q4_0: the nibbles are already u = w + 8 (low nibble of byte j: element j,
@@ -101,6 +107,11 @@ struct Q8Rows {
 struct Q4Rows {
   static constexpr int kWords = 4;
   static constexpr int kBlockBytes = sizeof(BlockQ4_0);
+  static constexpr int kBlockElems = kQuantBlockElems;
+  static constexpr int kGroupBlocks = kX16Blocks;
+  using Act = PackedQ8x16Group;
+  using Group = WeightGroup<kWords>;
+  static Group load(const uint8_t* p, int blocks) { return load_group<kWords, kBlockBytes>(p, blocks); }
   static __m512i dot(const WeightGroup<kWords>& w, const PackedQ8x16Group& x) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512i acc = _mm512_load_si512(x.offset_sum);
@@ -111,31 +122,43 @@ struct Q4Rows {
     }
     return acc;
   }
+  static __m512 fma(const Group& w, const Act& x, __m512 acc);
 };
 
-// Per element and group: the exact integer dot product of each of the 16
-// blocks in its own lane, then one convert and one FMA with d_w * d_x.
+// The group step of one output for the 32-element formats: each block's
+// exact integer dot product in its own lane, then one convert and one FMA
+// with d_w * d_x.
+template <typename Rows>
+__m512 block_fma(const typename Rows::Group& w, const PackedQ8x16Group& x, __m512 acc) {
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(Rows::dot(w, x)), _mm512_mul_ps(w.d, _mm512_load_ps(x.d)), acc);
+}
+
+__m512 Q8Rows::fma(const Group& w, const Act& x, __m512 acc) {
+  return block_fma<Q8Rows>(w, x, acc);
+}
+__m512 Q4Rows::fma(const Group& w, const Act& x, __m512 acc) {
+  return block_fma<Q4Rows>(w, x, acc);
+}
+
+// Every quantized tile: per element, the group steps (Rows::fma) in group
+// order, then the fixed 16-lane reduction.
 template <typename Rows, int R, int T>
-void tile_quant(const uint8_t* w, int64_t w_stride, const PackedQ8x16Group* x, int64_t x_stride, int64_t n, float* y,
+void tile_quant(const uint8_t* w, int64_t w_stride, const typename Rows::Act* x, int64_t x_stride, int64_t n, float* y,
                 int64_t y_stride) {
-  const int64_t nb = n / kQuantBlockElems;
-  const int64_t groups = (nb + kX16Blocks - 1) / kX16Blocks;
-  const PackedQ8x16Group* xt[T];
+  const int64_t nb = n / Rows::kBlockElems;
+  const int64_t groups = (nb + Rows::kGroupBlocks - 1) / Rows::kGroupBlocks;
+  const typename Rows::Act* xt[T];
   for (int t = 0; t < T; ++t) xt[t] = advance(x, t * x_stride);
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   }
   for (int64_t g = 0; g < groups; ++g) {
-    const int lanes = static_cast<int>(std::min<int64_t>(kX16Blocks, nb - g * kX16Blocks));
-    const size_t offset = static_cast<size_t>(g) * kX16Blocks * Rows::kBlockBytes;
+    const int blocks = static_cast<int>(std::min<int64_t>(Rows::kGroupBlocks, nb - g * Rows::kGroupBlocks));
+    const size_t offset = static_cast<size_t>(g) * Rows::kGroupBlocks * Rows::kBlockBytes;
     for (int r = 0; r < R; ++r) {
-      const auto wg = load_group<Rows::kWords, Rows::kBlockBytes>(w + r * w_stride + offset, lanes);
-      for (int t = 0; t < T; ++t) {
-        const PackedQ8x16Group& xg = xt[t][g];
-        const __m512 scale = _mm512_mul_ps(wg.d, _mm512_load_ps(xg.d));
-        acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Rows::dot(wg, xg)), scale, acc[r][t]);
-      }
+      const typename Rows::Group wg = Rows::load(w + r * w_stride + offset, blocks);
+      for (int t = 0; t < T; ++t) acc[r][t] = Rows::fma(wg, xt[t][g], acc[r][t]);
     }
   }
   // Unrolled so that acc is only ever indexed by constants: otherwise GCC
@@ -216,47 +239,29 @@ Q4KGroup load_q4_k_group(const uint8_t* p, int blocks) {
   return g;
 }
 
-// Per element and group: each lane's two sub-block integer dot products,
-// then d·sc·Σq·x − dmin·m·Σx per sub-block and one FMA with d_x.
-template <int R, int T>
-void tile_q4_k_rt(const uint8_t* w, int64_t w_stride, const PackedQ8KGroup* x, int64_t x_stride, int64_t n, float* y,
-                  int64_t y_stride) {
-  const int64_t nb = n / kSuperBlockElems;
-  const int64_t groups = (nb + kX16SuperBlocks - 1) / kX16SuperBlocks;
-  const PackedQ8KGroup* xt[T];
-  for (int t = 0; t < T; ++t) xt[t] = advance(x, t * x_stride);
-  __m512 acc[R][T];
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  }
-  const __m512i m4 = _mm512_set1_epi8(0x0f);
-  for (int64_t g = 0; g < groups; ++g) {
-    const int blocks = static_cast<int>(std::min<int64_t>(kX16SuperBlocks, nb - g * kX16SuperBlocks));
-    const size_t offset = static_cast<size_t>(g) * kX16SuperBlocks * sizeof(BlockQ4_K);
-    for (int r = 0; r < R; ++r) {
-      const Q4KGroup wg = load_q4_k_group(w + r * w_stride + offset, blocks);
-      for (int t = 0; t < T; ++t) {
-        const PackedQ8KGroup& xg = xt[t][g];
-        __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
-        for (int k = 0; k < 8; ++k) {
-          lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(wg.words[k], m4), _mm512_load_si512(xg.lo[k]));
-          hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi16(wg.words[k], 4), m4),
-                                   _mm512_load_si512(xg.hi[k]));
-        }
-        __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(lo), wg.scale_lo);
-        v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), wg.scale_hi, v);
-        v = _mm512_fnmadd_ps(_mm512_load_ps(xg.sum_lo), wg.min_lo, v);
-        v = _mm512_fnmadd_ps(_mm512_load_ps(xg.sum_hi), wg.min_hi, v);
-        acc[r][t] = _mm512_fmadd_ps(v, _mm512_load_ps(xg.d), acc[r][t]);
-      }
+// Q4_K: per lane the two sub-blocks' integer dot products, then
+// d·sc·Σq·x − dmin·m·Σx per sub-block and one FMA with d_x.
+struct Q4KRows {
+  static constexpr int kBlockBytes = sizeof(BlockQ4_K);
+  static constexpr int kBlockElems = kSuperBlockElems;
+  static constexpr int kGroupBlocks = kX16SuperBlocks;
+  using Act = PackedQ8KGroup;
+  using Group = Q4KGroup;
+  static Group load(const uint8_t* p, int blocks) { return load_q4_k_group(p, blocks); }
+  static __m512 fma(const Group& w, const Act& x, __m512 acc) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+    for (int k = 0; k < 8; ++k) {
+      lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(w.words[k], m4), _mm512_load_si512(x.lo[k]));
+      hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi16(w.words[k], 4), m4), _mm512_load_si512(x.hi[k]));
     }
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(lo), w.scale_lo);
+    v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), w.scale_hi, v);
+    v = _mm512_fnmadd_ps(_mm512_load_ps(x.sum_lo), w.min_lo, v);
+    v = _mm512_fnmadd_ps(_mm512_load_ps(x.sum_hi), w.min_hi, v);
+    return _mm512_fmadd_ps(v, _mm512_load_ps(x.d), acc);
   }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) y[t * y_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
-  }
-}
+};
 
 // ---- float weights --------------------------------------------------------
 
@@ -355,7 +360,7 @@ struct Q4Inst {
 template <int R, int T>
 struct Q4KInst {
   static void run(const uint8_t* w, int64_t ws, const PackedQ8KGroup* x, int64_t xs, int64_t n, float* y, int64_t ys) {
-    tile_q4_k_rt<R, T>(w, ws, x, xs, n, y, ys);
+    tile_quant<Q4KRows, R, T>(w, ws, x, xs, n, y, ys);
   }
 };
 template <int R, int T>
