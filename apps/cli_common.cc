@@ -3,7 +3,9 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdlib>
 
+#include "backend/cpu/kernels.h"
 #include "core/byte_size.h"
 #include "core/cpu_features.h"
 
@@ -56,6 +58,15 @@ void add_scheduler_flags(CLI::App& app, SchedulerFlags& f) {
                  "Tokens per engine step at most (prefill chunks)")
       ->check(CLI::Range(1, 1 << 20));
   app.add_flag("--no-prefix-cache", f.no_prefix_cache, "Do not reuse the KV blocks of shared prompt prefixes");
+}
+
+std::string kernels_label() {
+  const cpu::Kernels& k = cpu::kernels();
+  std::string label = fmt::format("{} ({}", isa_name(k.isa), k.gemm != nullptr ? "tile kernels" : "no tile kernels");
+  if (const char* streams = std::getenv("TESSERA_DECODE_STREAMS"); streams != nullptr && *streams != '\0') {
+    label += fmt::format(", TESSERA_DECODE_STREAMS={}", streams);
+  }
+  return label + ")";
 }
 
 int resolve_threads(const EngineFlags& f) {

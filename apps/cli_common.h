@@ -33,6 +33,10 @@ struct EngineFlags {
 };
 
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
+// The kernel table's name and the switches that change it (README: tile
+// kernels on or off, TESSERA_DECODE_STREAMS), e.g. "avx512 (tile kernels)",
+// for headers of side-by-side runs.
+std::string kernels_label();
 // Threads to use: the flag, else the number of physical cores.
 int resolve_threads(const EngineFlags& flags);
 // KV budget in bytes from --kv-cache-memory (0 when unset); kInvalidArgument on a bad size.

@@ -4,7 +4,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,13 +34,8 @@ int bench_main(const BenchOptions& o) {
   const int threads = resolve_threads(o.engine);
   ThreadPool pool(threads);
   const cpu::Kernels& kernels = cpu::kernels();
-  // The switches that change the kernels (README), so a side-by-side log says which run was which.
-  std::string switches = kernels.gemm != nullptr ? "tile kernels, x16 Q4_0/Q8_0/Q4_K" : "no tile kernels";
-  if (const char* streams = std::getenv("TESSERA_DECODE_STREAMS"); streams != nullptr && *streams != '\0') {
-    switches += fmt::format(", TESSERA_DECODE_STREAMS={}", streams);
-  }
-  fmt::print("model: {} ({}, {} layers, embedding {}), threads: {}, kernels: {} ({})\n", o.engine.model,
-             m.config().architecture, m.config().n_layers, m.config().n_embd, threads, isa_name(kernels.isa), switches);
+  fmt::print("model: {} ({}, {} layers, embedding {}), threads: {}, kernels: {}\n", o.engine.model,
+             m.config().architecture, m.config().n_layers, m.config().n_embd, threads, kernels_label());
   std::optional<cpu::BandwidthProbe> probe;
   double bandwidth = 0;  // the highest read bandwidth measured, bytes/s
   if (!o.skip_bandwidth) {

@@ -23,8 +23,9 @@ Runner register_convert(CLI::App& app) {
       "convert", "Convert a Hugging Face directory (config.json, *.safetensors, tokenizer.json) to GGUF");
   sub->add_option("hf_dir", f->input, "Hugging Face model directory")->required()->check(CLI::ExistingDirectory);
   sub->add_option("output", f->output, "Output .gguf path")->required();
-  sub->add_option("--dtype", f->dtype, "Type of the weight matrices (norms stay f32; q8_0 falls back to f16 "
-                                       "for rows that are not whole 32-element blocks)")
+  sub->add_option("--dtype", f->dtype,
+                  "Type of the weight matrices (norms stay f32; q8_0 falls back to f16 "
+                  "for rows that are not whole 32-element blocks)")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
   return [f] {
     ConvertOptions options;

@@ -60,7 +60,9 @@ double log_sum_exp(const float* logits, int64_t n) {
   return mx + std::log(s);
 }
 
-int64_t argmax(const float* v, int64_t n) { return std::max_element(v, v + n) - v; }
+int64_t argmax(const float* v, int64_t n) {
+  return std::max_element(v, v + n) - v;
+}
 
 int perplexity_main(const PerplexityOptions& o) {
   auto model = Model::load(o.engine.model, load_options(o.engine));
@@ -76,7 +78,8 @@ int perplexity_main(const PerplexityOptions& o) {
   int64_t n_windows = static_cast<int64_t>(tokens.size()) / ctx;
   if (o.max_windows > 0) n_windows = std::min<int64_t>(n_windows, o.max_windows);
   if (n_windows == 0) {
-    return fail(invalid_argument(fmt::format("{}: {} tokens, fewer than one window of {}", o.text_file, tokens.size(), ctx)));
+    return fail(
+        invalid_argument(fmt::format("{}: {} tokens, fewer than one window of {}", o.text_file, tokens.size(), ctx)));
   }
   const int64_t nv = m.config().n_vocab;
   const uint64_t n_positions = static_cast<uint64_t>(n_windows) * static_cast<uint64_t>(ctx - 1);
@@ -112,7 +115,8 @@ int perplexity_main(const PerplexityOptions& o) {
     std::vector<int32_t> targets(n_positions);
     base.read(reinterpret_cast<char*>(targets.data()), static_cast<std::streamsize>(n_positions * 4));
     for (int64_t w = 0; w < n_windows; ++w) {
-      if (!std::equal(targets.begin() + w * (ctx - 1), targets.begin() + (w + 1) * (ctx - 1), tokens.begin() + w * ctx + 1)) {
+      if (!std::equal(targets.begin() + w * (ctx - 1), targets.begin() + (w + 1) * (ctx - 1),
+                      tokens.begin() + w * ctx + 1)) {
         return fail(invalid_argument(o.kl_base + ": the text tokenizes differently from the base run"));
       }
     }
@@ -137,7 +141,8 @@ int perplexity_main(const PerplexityOptions& o) {
     const Status st = (*gen)->transformer().forward(b, (*gen)->kv(), logits);
     table.release_all((*gen)->block_pool());
     if (!st.ok()) return fail(st);
-    if (save.is_open()) save.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * 4));
+    if (save.is_open())
+      save.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * 4));
     for (int p = 0; p < ctx - 1; ++p) {
       const float* row = &logits[static_cast<size_t>(p * nv)];
       const int32_t target = tokens[static_cast<size_t>(w * ctx + p + 1)];
@@ -172,7 +177,8 @@ int perplexity_main(const PerplexityOptions& o) {
     double mean = 0;
     for (double k : kls) mean += k;
     mean /= n;
-    const double p99 = sorted[std::min(sorted.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(sorted.size())))];
+    const double p99 =
+        sorted[std::min(sorted.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(sorted.size())))];
     const double base_ppl = std::exp(base_nll / n);
     fmt::print("base perplexity: {:.4f}, ratio {:.4f}\n", base_ppl, ppl / base_ppl);
     fmt::print("KL(base || model): mean {:.6f}, p99 {:.6f}; top-1 agreement {:.2f}%\n", mean, p99,
@@ -189,7 +195,8 @@ Runner register_perplexity(CLI::App& app) {
   add_engine_flags(*sub, o->engine);
   sub->add_option("-f,--file", o->text_file, "Text file")->required();
   sub->add_option("--ctx", o->ctx, "Window size in tokens")->check(CLI::Range(2, 1 << 20));
-  sub->add_option("--max-windows", o->max_windows, "Score at most this many windows (0: all)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--max-windows", o->max_windows, "Score at most this many windows (0: all)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--save-logits", o->save_logits, "Write every scored position's logits to FILE");
   sub->add_option("--kl-base", o->kl_base, "Compare against logits saved by --save-logits");
   return [o] { return perplexity_main(*o); };

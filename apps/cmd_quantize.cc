@@ -42,7 +42,8 @@ int quantize_main(const QuantizeOptions& o) {
 
 Runner register_quantize(CLI::App& app) {
   auto o = std::make_shared<QuantizeOptions>();
-  CLI::App* sub = app.add_subcommand("quantize", "Requantize a GGUF model (or Hugging Face directory) to a block format");
+  CLI::App* sub =
+      app.add_subcommand("quantize", "Requantize a GGUF model (or Hugging Face directory) to a block format");
   sub->add_option("input", o->input, "Input GGUF file (f32/f16/bf16/any readable type) or Hugging Face directory")
       ->required();
   sub->add_option("output", o->output, "Output .gguf path")->required();

@@ -195,10 +195,10 @@ int run_main(RunOptions o) {
       outcomes[i].error = id.status();
     }
   }
-  fmt::print(
-      stderr, "tessera: {} ({} layers, {} thread{}, {} kernels); KV cache: {} tokens, {}, {} bytes/token; seed {}\n",
-      o.engine.model, m.config().n_layers, cfg.threads, cfg.threads == 1 ? "" : "s", isa_name(cpu::kernels().isa),
-      spec.capacity_tokens(), format_byte_size(spec.total_bytes()), spec.bytes_per_token(), o.gen.sampling.seed);
+  fmt::print(stderr,
+             "tessera: {} ({} layers, {} thread{}, kernels {}); KV cache: {} tokens, {}, {} bytes/token; seed {}\n",
+             o.engine.model, m.config().n_layers, cfg.threads, cfg.threads == 1 ? "" : "s", kernels_label(),
+             spec.capacity_tokens(), format_byte_size(spec.total_bytes()), spec.bytes_per_token(), o.gen.sampling.seed);
   (*engine)->run_until_idle();
   const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   int exit_code = 0;

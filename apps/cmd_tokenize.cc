@@ -66,7 +66,8 @@ Result<std::vector<int32_t>> parse_ids(const std::vector<std::string>& args, int
       errno = 0;
       const long long v = std::strtoll(begin, &end, 10);
       if (end == begin || errno != 0) {
-        return invalid_argument(fmt::format("\"{}\" is not a token id", arg.substr(pos, arg.find_first_of(", ", pos) - pos)));
+        return invalid_argument(
+            fmt::format("\"{}\" is not a token id", arg.substr(pos, arg.find_first_of(", ", pos) - pos)));
       }
       if (v < 0 || v >= n_vocab) {
         return invalid_argument(fmt::format("token id {} is outside the vocabulary [0, {})", v, n_vocab));
