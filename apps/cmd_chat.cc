@@ -93,7 +93,16 @@ int chat_main(const ChatOptions& o) {
       continue;
     }
     fmt::print("\n");
-    messages.push_back({{"role", "assistant"}, {"content", result->choices[0].text}});
+    const ChoiceResult& reply = result->choices[0];
+    const int64_t ctx_tokens = (*gen)->context_tokens();
+    if (reply.finish == FinishReason::kLength &&
+        static_cast<int64_t>(prompt.size() + reply.tokens.size()) >= ctx_tokens - 1) {
+      fmt::print(stderr,
+                 "tessera: the reply was cut: the conversation filled the context of {} tokens (restart, or "
+                 "raise -c / --kv-cache-memory)\n",
+                 ctx_tokens);
+    }
+    messages.push_back({{"role", "assistant"}, {"content", reply.text}});
   }
   return 0;
 }
