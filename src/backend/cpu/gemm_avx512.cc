@@ -80,18 +80,29 @@ WeightGroup<kWords> load_group(const uint8_t* p, int lanes) {
   return g;
 }
 
-// Q8_0: u = w + 128 (xor of the sign bit); the excess 128 * sum(x) is
-// cancelled by the seed offset_sum (packed with kQ8Offset). Zero lanes of a
-// short group become u = 128 against x = 0: an exact 0.
-struct Q8Rows {
-  static constexpr int kWords = 8;
-  static constexpr int kBlockBytes = sizeof(BlockQ8_0);
+// The 32-element formats (x16 groups of 16 blocks, PackedQ8x16Group
+// activations): Derived::dot gives each block's exact integer dot product
+// in its own lane; the group step converts it and applies d_w * d_x with
+// one FMA.
+template <typename Derived, int W, int BlockBytes>
+struct X16BlockRows {
+  static constexpr int kWords = W;
+  static constexpr int kBlockBytes = BlockBytes;
   static constexpr int kBlockElems = kQuantBlockElems;
   static constexpr int kGroupBlocks = kX16Blocks;
   using Act = PackedQ8x16Group;
-  using Group = WeightGroup<kWords>;
-  static Group load(const uint8_t* p, int blocks) { return load_group<kWords, kBlockBytes>(p, blocks); }
-  static __m512i dot(const WeightGroup<kWords>& w, const PackedQ8x16Group& x) {
+  using Group = WeightGroup<W>;
+  static Group load(const uint8_t* p, int blocks) { return load_group<W, BlockBytes>(p, blocks); }
+  static __m512 fma(const Group& w, const Act& x, __m512 acc) {
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(Derived::dot(w, x)), _mm512_mul_ps(w.d, _mm512_load_ps(x.d)), acc);
+  }
+};
+
+// Q8_0: u = w + 128 (xor of the sign bit); the excess 128 * sum(x) is
+// cancelled by the seed offset_sum (packed with kQ8Offset). Zero lanes of a
+// short group become u = 128 against x = 0: an exact 0.
+struct Q8Rows : X16BlockRows<Q8Rows, 8, sizeof(BlockQ8_0)> {
+  static __m512i dot(const Group& w, const Act& x) {
     const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
     __m512i acc = _mm512_load_si512(x.offset_sum);
     for (int k = 0; k < kWords; ++k) {
@@ -99,20 +110,12 @@ struct Q8Rows {
     }
     return acc;
   }
-  static __m512 fma(const Group& w, const Act& x, __m512 acc);
 };
 
 // Q4_0: the nibbles are already u = w + 8 (low nibble of byte j: element j,
 // high: element 16 + j); the seed (packed with kQ4Offset) cancels 8 * sum(x).
-struct Q4Rows {
-  static constexpr int kWords = 4;
-  static constexpr int kBlockBytes = sizeof(BlockQ4_0);
-  static constexpr int kBlockElems = kQuantBlockElems;
-  static constexpr int kGroupBlocks = kX16Blocks;
-  using Act = PackedQ8x16Group;
-  using Group = WeightGroup<kWords>;
-  static Group load(const uint8_t* p, int blocks) { return load_group<kWords, kBlockBytes>(p, blocks); }
-  static __m512i dot(const WeightGroup<kWords>& w, const PackedQ8x16Group& x) {
+struct Q4Rows : X16BlockRows<Q4Rows, 4, sizeof(BlockQ4_0)> {
+  static __m512i dot(const Group& w, const Act& x) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512i acc = _mm512_load_si512(x.offset_sum);
     for (int k = 0; k < kWords; ++k) {
@@ -122,23 +125,7 @@ struct Q4Rows {
     }
     return acc;
   }
-  static __m512 fma(const Group& w, const Act& x, __m512 acc);
 };
-
-// The group step of one output for the 32-element formats: each block's
-// exact integer dot product in its own lane, then one convert and one FMA
-// with d_w * d_x.
-template <typename Rows>
-__m512 block_fma(const typename Rows::Group& w, const PackedQ8x16Group& x, __m512 acc) {
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(Rows::dot(w, x)), _mm512_mul_ps(w.d, _mm512_load_ps(x.d)), acc);
-}
-
-__m512 Q8Rows::fma(const Group& w, const Act& x, __m512 acc) {
-  return block_fma<Q8Rows>(w, x, acc);
-}
-__m512 Q4Rows::fma(const Group& w, const Act& x, __m512 acc) {
-  return block_fma<Q4Rows>(w, x, acc);
-}
 
 // Every quantized tile: per element, the group steps (Rows::fma) in group
 // order, then the fixed 16-lane reduction.
