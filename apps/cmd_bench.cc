@@ -122,8 +122,9 @@ int bench_main(const BenchOptions& o) {
   const double attn_flops =
       2.0 * c.n_layers * c.n_heads * c.head_dim * static_cast<double>(o.prompt_tokens) * o.prompt_tokens;
   const double prefill_flops = 2.0 * matrix_params * o.prompt_tokens + attn_flops;
-  fmt::print("prefill ({} tokens): {:.1f} tokens/s, {:.1f} GFLOP/s\n", o.prompt_tokens,
-             o.prompt_tokens * 1000.0 / best_prefill_ms, prefill_flops / best_prefill_ms / 1e6);
+  fmt::print("prefill ({} token{}): {:.1f} tokens/s, {:.1f} GFLOP/s\n", o.prompt_tokens,
+             o.prompt_tokens == 1 ? "" : "s", o.prompt_tokens * 1000.0 / best_prefill_ms,
+             prefill_flops / best_prefill_ms / 1e6);
   return 0;
 }
 

@@ -28,6 +28,7 @@
 #include "cli_common.h"
 #include "engine/generator.h"
 #include "kv/block_table.h"
+#include "progress_bar.h"
 
 namespace tessera::cli {
 
@@ -122,6 +123,7 @@ int perplexity_main(const PerplexityOptions& o) {
     }
   }
 
+  ProgressBar progress("windows");  // plain lines when stderr is not a terminal
   double nll = 0, base_nll = 0;
   std::vector<double> kls;
   int64_t top1_same = 0;
@@ -162,10 +164,9 @@ int perplexity_main(const PerplexityOptions& o) {
         top1_same += argmax(row, nv) == argmax(base_row.data(), nv);
       }
     }
-    fmt::print(stderr, "\rwindow {}/{}: ppl so far {:.4f}", w + 1, n_windows,
-               std::exp(nll / static_cast<double>((w + 1) * (ctx - 1))));
+    progress.update(w + 1, n_windows,
+                    fmt::format("ppl so far {:.4f}", std::exp(nll / static_cast<double>((w + 1) * (ctx - 1)))));
   }
-  fmt::print(stderr, "\n");
   if (save.is_open() && !save) return fail(internal_error(o.save_logits + ": write failed"));
   const double n = static_cast<double>(n_positions);
   const double ppl = std::exp(nll / n);
