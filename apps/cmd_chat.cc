@@ -93,6 +93,7 @@ int chat_main(const ChatOptions& o) {
       continue;
     }
     fmt::print("\n");
+    std::fflush(stdout);  // the reply's line ends before a note on stderr
     const ChoiceResult& reply = result->choices[0];
     const int64_t ctx_tokens = (*gen)->context_tokens();
     if (reply.finish == FinishReason::kLength &&

@@ -66,7 +66,7 @@ struct WeightGroup {
   __m512i words[kWords];
 };
 
-template <int kWords, int kBlockBytes>
+template <int kWords>
 WeightGroup<kWords> load_group(const uint8_t* p, int lanes) {
   WeightGroup<kWords> g;
   if (lanes == kX16Blocks) {
@@ -92,7 +92,7 @@ struct X16BlockRows {
   static constexpr int kGroupBlocks = kX16Blocks;
   using Act = PackedQ8x16Group;
   using Group = WeightGroup<W>;
-  static Group load(const uint8_t* p, int blocks) { return load_group<W, BlockBytes>(p, blocks); }
+  static Group load(const uint8_t* p, int blocks) { return load_group<W>(p, blocks); }
   static __m512 fma(const Group& w, const Act& x, __m512 acc) {
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(Derived::dot(w, x)), _mm512_mul_ps(w.d, _mm512_load_ps(x.d)), acc);
   }

@@ -234,43 +234,26 @@ Activations prepare_activations(ThreadPool& pool, const Kernels& k, DType w_dtyp
                                 int64_t n_tokens, int64_t cols, std::vector<uint8_t>& scratch) {
   const DType act = dtype_vec_dot_type(w_dtype);
   if (act == DType::kF32) return {reinterpret_cast<const uint8_t*>(x), static_cast<size_t>(cols) * sizeof(float)};
-  if (tiled && w_dtype == DType::kQ4_K) {
-    const size_t row_bytes = packed_q8k_row_bytes(cols);
-    uint8_t* packed = aligned_scratch(scratch, row_bytes * static_cast<size_t>(n_tokens));  // [n_tokens, groups]
-    for_tokens(pool, n_tokens, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) {
-        k.gemm->pack_q8k(x + t * cols, reinterpret_cast<PackedQ8KGroup*>(packed + static_cast<size_t>(t) * row_bytes),
-                         cols);
-      }
-    });
-    return {packed, row_bytes};
-  }
-  if (tiled) {
-    const size_t row_bytes = packed_q8x16_row_bytes(cols);
-    uint8_t* packed = aligned_scratch(scratch, row_bytes * static_cast<size_t>(n_tokens));  // [n_tokens, groups]
-    const int32_t offset = w_dtype == DType::kQ8_0 ? kQ8Offset : kQ4Offset;
-    for_tokens(pool, n_tokens, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) {
-        k.gemm->pack_q8x16(x + t * cols,
-                           reinterpret_cast<PackedQ8x16Group*>(packed + static_cast<size_t>(t) * row_bytes), cols,
-                           offset);
-      }
-    });
-    return {packed, row_bytes};
-  }
-  const size_t row_bytes = dtype_row_bytes(act, cols);
-  const size_t need = row_bytes * static_cast<size_t>(n_tokens);
-  if (scratch.size() < need) scratch.resize(need);
-  uint8_t* q = scratch.data();  // [n_tokens, row_bytes]
-  for_tokens(pool, n_tokens, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      uint8_t* qt = q + static_cast<size_t>(t) * row_bytes;
-      if (act == DType::kQ8_K) {
-        k.quant->quantize_row_q8_k(x + t * cols, reinterpret_cast<BlockQ8_K*>(qt), cols);
-      } else {
-        k.quantize_row_q8_0(x + t * cols, reinterpret_cast<BlockQ8_0*>(qt), cols);
-      }
+  // One row of x into `out`, in the form the weight's kernels take.
+  const int32_t offset = w_dtype == DType::kQ8_0 ? kQ8Offset : kQ4Offset;
+  auto quantize = [&](const float* xt, uint8_t* out) {
+    if (tiled && act == DType::kQ8_K) {
+      k.gemm->pack_q8k(xt, reinterpret_cast<PackedQ8KGroup*>(out), cols);
+    } else if (tiled) {
+      k.gemm->pack_q8x16(xt, reinterpret_cast<PackedQ8x16Group*>(out), cols, offset);
+    } else if (act == DType::kQ8_K) {
+      k.quant->quantize_row_q8_k(xt, reinterpret_cast<BlockQ8_K*>(out), cols);
+    } else {
+      k.quantize_row_q8_0(xt, reinterpret_cast<BlockQ8_0*>(out), cols);
     }
+  };
+  const size_t row_bytes = !tiled                ? dtype_row_bytes(act, cols)
+                           : act == DType::kQ8_K ? packed_q8k_row_bytes(cols)
+                                                 : packed_q8x16_row_bytes(cols);
+  // Packed groups are 64-byte aligned (row_bytes is a multiple of 64 then).
+  uint8_t* q = aligned_scratch(scratch, row_bytes * static_cast<size_t>(n_tokens));  // [n_tokens, row_bytes]
+  for_tokens(pool, n_tokens, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) quantize(x + t * cols, q + static_cast<size_t>(t) * row_bytes);
   });
   return {q, row_bytes};
 }

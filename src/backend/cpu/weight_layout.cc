@@ -54,49 +54,41 @@ void convert_row_q4_k(const uint8_t* src, uint8_t* dst, int64_t cols, bool to_x1
   const int64_t nb = cols / kSuperBlockElems;
   for (int64_t b0 = 0; b0 < nb; b0 += kX16SuperBlocks) {
     const auto g = static_cast<size_t>(std::min<int64_t>(kX16SuperBlocks, nb - b0));
-    const size_t base = static_cast<size_t>(b0) * kBlock;
-    const size_t lanes = 4 * g;  // chunks of 64 elements
-    uint8_t* x16 = to_x16 ? dst + base : nullptr;
-    const uint8_t* x16_in = to_x16 ? nullptr : src + base;
+    const size_t lanes = 4 * g;                                  // chunks of 64 elements
+    const uint8_t* in = src + static_cast<size_t>(b0) * kBlock;  // the group, both layouts
+    uint8_t* out = dst + static_cast<size_t>(b0) * kBlock;
+    // Copies n bytes between a GGUF offset and an x16 offset of the group.
+    auto move = [&](size_t gguf, size_t x16, size_t n) {
+      std::memcpy(out + (to_x16 ? x16 : gguf), in + (to_x16 ? gguf : x16), n);
+    };
     for (size_t s = 0; s < g; ++s) {
-      const uint8_t* blk_in = to_x16 ? src + base + s * kBlock : nullptr;
-      uint8_t* blk_out = to_x16 ? nullptr : dst + base + s * kBlock;
-      const size_t d_off = 2 * s, dmin_off = 2 * g + 2 * s;
+      const size_t block = s * kBlock;
+      move(block, 2 * s, 2);              // d
+      move(block + 2, 2 * g + 2 * s, 2);  // dmin
       uint8_t sc[8], m[8];
       if (to_x16) {
-        std::memcpy(x16 + d_off, blk_in, 2);
-        std::memcpy(x16 + dmin_off, blk_in + 2, 2);
-        for (int j = 0; j < 8; ++j) q4k_scale_min(j, blk_in + 4, &sc[j], &m[j]);
-      } else {
-        std::memcpy(blk_out, x16_in + d_off, 2);
-        std::memcpy(blk_out + 2, x16_in + dmin_off, 2);
+        for (int j = 0; j < 8; ++j) q4k_scale_min(j, in + block + 4, &sc[j], &m[j]);
       }
       for (size_t c = 0; c < 4; ++c) {
         const size_t lane = 4 * s + c;
-        const size_t entry = 4 * g + kQ4KEntryBytes * lane;
+        const size_t entry = 4 * g + kQ4KEntryBytes * lane;  // in the x16 group
         if (to_x16) {
           const uint32_t e = uint32_t{sc[2 * c]} | uint32_t{sc[2 * c + 1]} << 6 | uint32_t{m[2 * c]} << 12 |
                              uint32_t{m[2 * c + 1]} << 18;
-          for (size_t i = 0; i < kQ4KEntryBytes; ++i) x16[entry + i] = static_cast<uint8_t>(e >> (8 * i));
+          for (size_t i = 0; i < kQ4KEntryBytes; ++i) out[entry + i] = static_cast<uint8_t>(e >> (8 * i));
         } else {
           uint32_t e = 0;
-          for (size_t i = 0; i < kQ4KEntryBytes; ++i) e |= uint32_t{x16_in[entry + i]} << (8 * i);
+          for (size_t i = 0; i < kQ4KEntryBytes; ++i) e |= uint32_t{in[entry + i]} << (8 * i);
           sc[2 * c] = e & 63;
           sc[2 * c + 1] = (e >> 6) & 63;
           m[2 * c] = (e >> 12) & 63;
           m[2 * c + 1] = (e >> 18) & 63;
         }
         for (size_t k = 0; k < 8; ++k) {
-          const size_t gguf_word = s * kBlock + 16 + 32 * c + kWordBytes * k;  // in the group
-          const size_t x16_word = 16 * g + (k * lanes + lane) * kWordBytes;
-          if (to_x16) {
-            std::memcpy(x16 + x16_word, src + base + gguf_word, kWordBytes);
-          } else {
-            std::memcpy(dst + base + gguf_word, x16_in + x16_word, kWordBytes);
-          }
+          move(block + 16 + 32 * c + kWordBytes * k, 16 * g + (k * lanes + lane) * kWordBytes, kWordBytes);
         }
       }
-      if (!to_x16) pack_scale_min_k4(sc, m, blk_out + 4);
+      if (!to_x16) pack_scale_min_k4(sc, m, out + block + 4);
     }
   }
 }
