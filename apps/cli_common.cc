@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "backend/cpu/kernels.h"
+#include "backend/registry.h"
 #include "core/byte_size.h"
 #include "core/cpu_features.h"
 
@@ -23,6 +23,27 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
       ->check(CLI::IsMember({"f16", "bf16", "f32", "int8", "fp8"}));
   app.add_option("--quantize", f.quantize, "Quantize the weight matrices at load time")
       ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k"}));
+  std::string devices;
+  for (const std::string& n : backend_names()) devices += (devices.empty() ? "" : ", ") + n;
+  app.add_option("--device", f.device, "Backend that runs the model (this build has: " + devices + ")")
+      ->check(CLI::IsMember(backend_names()));
+}
+
+BackendOptions backend_options(const EngineFlags& f) {
+  BackendOptions o;
+  o.device = f.device;
+  o.threads = resolve_threads(f);
+  // The environment aliases of the kernel switches (README "Build"); main()
+  // has already refused malformed values.
+  if (const char* v = std::getenv("TESSERA_ISA"); v != nullptr && *v != '\0') {
+    // A path this CPU lacks leaves the best one (as the variable always did).
+    if (auto isa = isa_from_name(v); isa && *isa < best_isa()) o.isa = *isa;
+  }
+  if (const char* v = std::getenv("TESSERA_TILED_GEMM"); v != nullptr && std::string(v) == "0") o.tile_kernels = false;
+  if (const char* v = std::getenv("TESSERA_DECODE_STREAMS"); v != nullptr && v[0] >= '1' && v[0] <= '4' && v[1] == 0) {
+    o.decode_streams = v[0] - '0';
+  }
+  return o;
 }
 
 LoadOptions load_options(const EngineFlags& f) {
@@ -43,6 +64,7 @@ EngineConfig engine_config(const EngineFlags& engine, const SchedulerFlags& sche
                            int64_t ctx_size) {
   EngineConfig cfg;
   cfg.threads = resolve_threads(engine);
+  cfg.backend = backend_options(engine);
   cfg.kv_cache_memory = kv_bytes;
   cfg.ctx_size = ctx_size;
   cfg.kv_dtype = kv_dtype(engine);
@@ -58,15 +80,6 @@ void add_scheduler_flags(CLI::App& app, SchedulerFlags& f) {
                  "Tokens per engine step at most (prefill chunks)")
       ->check(CLI::Range(1, 1 << 20));
   app.add_flag("--no-prefix-cache", f.no_prefix_cache, "Do not reuse the KV blocks of shared prompt prefixes");
-}
-
-std::string kernels_label() {
-  const cpu::Kernels& k = cpu::kernels();
-  std::string label = fmt::format("{} ({}", isa_name(k.isa), k.gemm != nullptr ? "tile kernels" : "no tile kernels");
-  if (const char* streams = std::getenv("TESSERA_DECODE_STREAMS"); streams != nullptr && *streams != '\0') {
-    label += fmt::format(", TESSERA_DECODE_STREAMS={}", streams);
-  }
-  return label + ")";
 }
 
 int resolve_threads(const EngineFlags& f) {

@@ -30,13 +30,14 @@ struct EngineFlags {
   std::string kv_cache_memory;         // e.g. "64MiB"; overrides ctx_size
   std::string kv_cache_dtype = "f16";  // f16, bf16, f32, int8 or fp8
   std::string quantize;                // load-time quantization (q8_0, q4_0, q4_k); empty: none
+  std::string device = "cpu";          // --device: a backend_names() entry
 };
 
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
-// The kernel table's name and the switches that change it (README: tile
-// kernels on or off, TESSERA_DECODE_STREAMS), e.g. "avx512 (tile kernels)",
-// for headers of side-by-side runs.
-std::string kernels_label();
+// The backend the flags choose (--device, threads) with the kernel switches'
+// environment aliases applied (TESSERA_ISA, TESSERA_TILED_GEMM,
+// TESSERA_DECODE_STREAMS; README "Build"). The library reads no environment.
+BackendOptions backend_options(const EngineFlags& flags);
 // Threads to use: the flag, else the number of physical cores.
 int resolve_threads(const EngineFlags& flags);
 // KV budget in bytes from --kv-cache-memory (0 when unset); kInvalidArgument on a bad size.

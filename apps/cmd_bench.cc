@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "backend/cpu/bandwidth.h"
-#include "backend/cpu/kernels.h"
 #include "cli_common.h"
 #include "core/byte_size.h"
 #include "engine/generator.h"
@@ -32,10 +31,13 @@ int bench_main(const BenchOptions& o) {
   if (!model.ok()) return fail(model.status());
   const Model& m = **model;
   const int threads = resolve_threads(o.engine);
+  auto gen =
+      Generator::create(m, backend_options(o.engine), 0, o.prompt_tokens + o.decode_tokens + 16, kv_dtype(o.engine));
+  if (!gen.ok()) return fail(gen.status());
+  fmt::print("model: {} ({}, {} layers, embedding {}), threads: {}, backend: {}\n", o.engine.model,
+             m.config().architecture, m.config().n_layers, m.config().n_embd, threads, (*gen)->backend().describe());
+  // The probe runs on a pool of its own, idle while the model runs.
   ThreadPool pool(threads);
-  const cpu::Kernels& kernels = cpu::kernels();
-  fmt::print("model: {} ({}, {} layers, embedding {}), threads: {}, kernels: {}\n", o.engine.model,
-             m.config().architecture, m.config().n_layers, m.config().n_embd, threads, kernels_label());
   std::optional<cpu::BandwidthProbe> probe;
   double bandwidth = 0;  // the highest read bandwidth measured, bytes/s
   if (!o.skip_bandwidth) {
@@ -44,8 +46,6 @@ int bench_main(const BenchOptions& o) {
     fmt::print("memory read bandwidth: {:.2f} GB/s ({} threads, best of 1, 2 and 4 streams per thread)\n",
                bandwidth / 1e9, threads);
   }
-  auto gen = Generator::create(m, pool, kernels, 0, o.prompt_tokens + o.decode_tokens + 16, kv_dtype(o.engine));
-  if (!gen.ok()) return fail(gen.status());
   std::vector<int32_t> prompt(static_cast<size_t>(o.prompt_tokens));
   for (size_t i = 0; i < prompt.size(); ++i)
     prompt[i] = static_cast<int32_t>((i * 7919 + 3) % static_cast<size_t>(m.config().n_vocab));

@@ -9,7 +9,6 @@
 #include <random>
 #include <sstream>
 
-#include "backend/cpu/kernels.h"
 #include "cli_common.h"
 #include "engine/generator.h"
 #include "template/chat_template.h"
@@ -56,9 +55,8 @@ int chat_main(const ChatOptions& o) {
   if (!source.ok()) return fail(source.status());
   auto tmpl = ChatTemplate::parse(*source);
   if (!tmpl.ok()) return fail(tmpl.status());
-  ThreadPool pool(resolve_threads(o.engine));
   const int64_t ctx = context_size(o.engine, m.config());
-  auto gen = Generator::create(m, pool, cpu::kernels(), *kv_bytes, ctx, kv_dtype(o.engine));
+  auto gen = Generator::create(m, backend_options(o.engine), *kv_bytes, ctx, kv_dtype(o.engine));
   if (!gen.ok()) return fail(gen.status());
   const Tokenizer& tok = m.tokenizer();
   const std::string bos = token_text_or_empty(tok, tok.bos_id());

@@ -24,7 +24,6 @@
 #include <memory>
 #include <sstream>
 
-#include "backend/cpu/kernels.h"
 #include "cli_common.h"
 #include "engine/generator.h"
 #include "kv/block_table.h"
@@ -85,8 +84,7 @@ int perplexity_main(const PerplexityOptions& o) {
   const int64_t nv = m.config().n_vocab;
   const uint64_t n_positions = static_cast<uint64_t>(n_windows) * static_cast<uint64_t>(ctx - 1);
 
-  ThreadPool pool(resolve_threads(o.engine));
-  auto gen = Generator::create(m, pool, cpu::kernels(), 0, ctx, kv_dtype(o.engine));
+  auto gen = Generator::create(m, backend_options(o.engine), 0, ctx, kv_dtype(o.engine));
   if (!gen.ok()) return fail(gen.status());
 
   std::ofstream save;

@@ -10,7 +10,6 @@
 #include <random>
 #include <sstream>
 
-#include "backend/cpu/kernels.h"
 #include "cli_common.h"
 #include "core/byte_size.h"
 #include "engine/engine.h"
@@ -195,10 +194,9 @@ int run_main(RunOptions o) {
       outcomes[i].error = id.status();
     }
   }
-  fmt::print(stderr,
-             "tessera: {} ({} layers, {} thread{}, kernels {}); KV cache: {} tokens, {}, {} bytes/token; seed {}\n",
-             o.engine.model, m.config().n_layers, cfg.threads, cfg.threads == 1 ? "" : "s", kernels_label(),
-             spec.capacity_tokens(), format_byte_size(spec.total_bytes()), spec.bytes_per_token(), o.gen.sampling.seed);
+  fmt::print(stderr, "tessera: {} ({} layers, {}); KV cache: {} tokens, {}, {} bytes/token; seed {}\n", o.engine.model,
+             m.config().n_layers, (*engine)->backend().describe(), spec.capacity_tokens(),
+             format_byte_size(spec.total_bytes()), spec.bytes_per_token(), o.gen.sampling.seed);
   (*engine)->run_until_idle();
   const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   int exit_code = 0;

@@ -10,7 +10,6 @@
 #include <memory>
 #include <sstream>
 
-#include "backend/cpu/kernels.h"
 #include "cli_common.h"
 #include "core/byte_size.h"
 #include "engine/engine.h"

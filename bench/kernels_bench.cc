@@ -11,8 +11,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,6 +27,20 @@
 
 namespace tessera::cpu {
 namespace {
+
+// The kernel table under test: the best ISA, or TESSERA_ISA's (the library
+// reads no environment; this benchmark does, as the CLI does).
+const Kernels& bench_kernels() {
+  static const Kernels& k = [&]() -> const Kernels& {
+    const char* env = std::getenv("TESSERA_ISA");
+    auto isa = env != nullptr ? isa_from_name(env) : std::nullopt;
+    for (Isa s : supported_isas()) {
+      if (isa && s == *isa) return kernels_for(s);
+    }
+    return cpu::kernels();
+  }();
+  return k;
+}
 
 // 2048 x 8192: a 1B-class FFN projection (64 MiB in f32, 9 MiB in Q4_0).
 constexpr int64_t kRows = 2048;
@@ -56,7 +72,7 @@ const Weights& weights(DType t) {
   const size_t target = size_t{128} << 20;
   const size_t n_copies = std::max<size_t>(1, (target + one.size() - 1) / one.size());
   for (size_t i = 0; i < n_copies; ++i) w.copies.push_back(one);
-  if (kernels().gemm != nullptr && has_x16_layout(t)) {
+  if (bench_kernels().gemm != nullptr && has_x16_layout(t)) {
     std::vector<uint8_t> packed(one.size());
     repack_rows_x16(t, one.data(), packed.data(), kRows, kCols);
     for (size_t i = 0; i < n_copies; ++i) w.x16.push_back(packed);
@@ -67,11 +83,11 @@ const Weights& weights(DType t) {
 // The best ISA's table, optionally without its tile kernels.
 const Kernels& table(bool tiled) {
   static const Kernels untiled = [] {
-    Kernels k = kernels();
+    Kernels k = bench_kernels();
     k.gemm = nullptr;
     return k;
   }();
-  return tiled ? kernels() : untiled;
+  return tiled ? bench_kernels() : untiled;
 }
 
 void run_matmul(benchmark::State& state, DType t, int64_t n_tokens, bool hot = false) {
@@ -96,7 +112,7 @@ void run_matmul(benchmark::State& state, DType t, int64_t n_tokens, bool hot = f
   state.counters["GB/s"] = benchmark::Counter(bytes * iters / 1e9, benchmark::Counter::kIsRate);
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kRows * kCols * static_cast<double>(n_tokens) * iters / 1e9,
                                                  benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(dtype_name(t)) + " " + isa_name(kernels().isa) + (tiled ? " tiled" : " dot"));
+  state.SetLabel(std::string(dtype_name(t)) + " " + isa_name(bench_kernels().isa) + (tiled ? " tiled" : " dot"));
 }
 
 void BM_Decode(benchmark::State& state) {
@@ -141,7 +157,7 @@ BENCHMARK(BM_Prefill64)->Apply(matmul_config<3>);
 // 4 KV heads per cache row, head_dim 64), 8 query heads: the axpy_f16 loop
 // (fused:0) against one attn_pv_f16 call per block (fused:1).
 void BM_AttnPv(benchmark::State& state) {
-  const Kernels& k = kernels();
+  const Kernels& k = bench_kernels();
   const bool fused = state.range(0) != 0;
   if (fused && k.attn_pv_f16 == nullptr) {
     state.SkipWithError("this table has no attn_pv_f16");
@@ -174,7 +190,7 @@ BENCHMARK(BM_AttnPv)->Arg(0)->Arg(1)->ArgNames({"fused"})->Repetitions(3)->Repor
 // keys per call (fused:0, what paged_attention did before), against one
 // attn_qk_f16 call per block (fused:1).
 void BM_AttnQk(benchmark::State& state) {
-  const Kernels& k = kernels();
+  const Kernels& k = bench_kernels();
   const bool fused = state.range(0) != 0;
   if (fused && k.attn_qk_f16 == nullptr) {
     state.SkipWithError("this table has no attn_qk_f16");

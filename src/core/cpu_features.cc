@@ -67,15 +67,15 @@ std::vector<Isa> supported_isas() {
   return out;
 }
 
-Isa best_isa() {
-  Isa best = supported_isas().back();
-  if (const char* env = std::getenv("TESSERA_ISA")) {
-    const std::string_view want(env);
-    for (Isa isa : supported_isas()) {
-      if (want == isa_name(isa) && isa < best) best = isa;
-    }
+std::optional<Isa> isa_from_name(std::string_view name) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    if (name == isa_name(isa)) return isa;
   }
-  return best;
+  return std::nullopt;
+}
+
+Isa best_isa() {
+  return supported_isas().back();
 }
 
 }  // namespace tessera

@@ -3,6 +3,8 @@
 // any x86-64 machine.
 #pragma once
 
+#include <optional>
+#include <string_view>
 #include <vector>
 
 namespace tessera {
@@ -22,10 +24,12 @@ struct CpuFeatures {
 // Detected once, thread-safe.
 const CpuFeatures& cpu_features();
 
-// The best path this CPU supports, lowered by the environment variable
-// TESSERA_ISA=scalar|avx2|avx512 when set (for tests and benchmarks; a path
-// this CPU lacks leaves the best one; the CLI refuses other values).
+// The best path this CPU supports. (A lower one is chosen by the CPU
+// backend's options, which the CLI takes from --isa / TESSERA_ISA.)
 Isa best_isa();
+
+// The Isa named `name` ("scalar", "avx2", "avx512"), or nullopt.
+std::optional<Isa> isa_from_name(std::string_view name);
 
 // Every path this CPU supports, scalar first (kernel tests iterate over them).
 std::vector<Isa> supported_isas();

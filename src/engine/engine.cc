@@ -1,8 +1,11 @@
 #include "engine/engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <numeric>
 #include <string>
+
+#include "backend/registry.h"
 
 namespace tessera {
 
@@ -29,8 +32,8 @@ struct Engine::Request {
   Callback callback;
   int32_t priority = 0;
   int64_t max_total_tokens = 0;
-  std::vector<std::unique_ptr<Sequence>> seqs;   // [n]
-  std::vector<std::unique_ptr<SeqSlot>> slots;   // [n]
+  std::vector<std::unique_ptr<Sequence>> seqs;  // [n]
+  std::vector<std::unique_ptr<SeqSlot>> slots;  // [n]
   int32_t n_finished = 0;
   Clock::time_point arrival;
   Clock::time_point last_token;
@@ -38,9 +41,18 @@ struct Engine::Request {
   bool has_token = false;
   RequestMetrics metrics;
   std::vector<ChoiceResult> results;
+  int32_t prompt_logits_next = 0;  // first prompt position whose logits are not yet delivered
 };
 
 Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const EngineConfig& config) {
+  BackendOptions options = config.backend;
+  options.threads = config.threads;
+  TESSERA_ASSIGN_OR_RETURN(auto backend, create_backend(options));
+  return create(model, config, std::move(backend));
+}
+
+Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const EngineConfig& config,
+                                               std::unique_ptr<Backend> backend) {
   if (config.max_num_seqs < 1) return invalid_argument("--max-num-seqs must be >= 1");
   if (config.max_num_batched_tokens < 1) return invalid_argument("--max-num-batched-tokens must be >= 1");
   if (config.ctx_size < 2) return invalid_argument("--ctx-size must be >= 2");
@@ -51,24 +63,32 @@ Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const EngineC
   spec.head_dim = c.head_dim;
   spec.dtype = config.kv_dtype;
   TESSERA_RETURN_IF_ERROR(size_kv_cache(spec, config.kv_cache_memory, config.ctx_size));
-  TESSERA_ASSIGN_OR_RETURN(auto kv, cpu::KvBuffer::create(spec));
+  auto comm = make_single_rank_communicator();
+  TESSERA_ASSIGN_OR_RETURN(auto transformer, Transformer::create(c, model.weights(), *backend, *comm));
+  TESSERA_ASSIGN_OR_RETURN(auto kv, backend->create_kv_cache(spec));
   EngineConfig cfg = config;
   // One sequence may use the whole cache when it is sized by memory.
   if (config.kv_cache_memory > 0) cfg.ctx_size = spec.capacity_tokens();
-  return std::unique_ptr<Engine>(new Engine(model, cfg, std::move(kv)));
+  return std::unique_ptr<Engine>(
+      new Engine(model, cfg, std::move(backend), std::move(comm), std::move(kv), std::move(transformer)));
 }
 
-Engine::Engine(const Model& model, const EngineConfig& config, std::unique_ptr<cpu::KvBuffer> kv)
+Engine::Engine(const Model& model, const EngineConfig& config, std::unique_ptr<Backend> backend,
+               std::unique_ptr<Communicator> comm, std::unique_ptr<KvCache> kv,
+               std::unique_ptr<Transformer> transformer)
     : model_(model),
       config_(config),
-      pool_(config.threads),
-      kv_buffer_(std::move(kv)),
-      kv_(kv_buffer_->spec().num_blocks, kv_buffer_->spec().block_size, config.enable_prefix_cache,
-          static_cast<uint64_t>(kv_buffer_->spec().dtype) * 0x100000001b3ull ^ std::hash<std::string>{}(model.path())),
-      scheduler_(SchedulerConfig{config.max_num_seqs, config.max_num_batched_tokens, config.ctx_size}, kv_),
-      transformer_(model.config(), model.weights(), pool_, cpu::kernels()) {}
+      backend_(std::move(backend)),
+      comm_(std::move(comm)),
+      kv_cache_(std::move(kv)),
+      transformer_(std::move(transformer)),
+      kv_(kv_cache_->spec().num_blocks, kv_cache_->spec().block_size, config.enable_prefix_cache,
+          static_cast<uint64_t>(kv_cache_->spec().dtype) * 0x100000001b3ull ^ std::hash<std::string>{}(model.path())),
+      scheduler_(SchedulerConfig{config.max_num_seqs, config.max_num_batched_tokens, config.ctx_size}, kv_) {}
 
-Engine::~Engine() { stop(); }
+Engine::~Engine() {
+  stop();
+}
 
 Result<uint64_t> Engine::submit(std::vector<int32_t> prompt, const GenerationOptions& options, Callback on_event,
                                 int32_t priority) {
@@ -76,7 +96,8 @@ Result<uint64_t> Engine::submit(std::vector<int32_t> prompt, const GenerationOpt
   if (!options.stop.empty() && !model_.has_tokenizer()) return invalid_argument("stop strings need a tokenizer");
   if (prompt.empty()) return out_of_range("the prompt is empty");
   for (int32_t id : prompt) {
-    if (id < 0 || id >= model_.config().n_vocab) return invalid_argument("prompt token " + std::to_string(id) + " is outside the vocabulary");
+    if (id < 0 || id >= model_.config().n_vocab)
+      return invalid_argument("prompt token " + std::to_string(id) + " is outside the vocabulary");
   }
   const auto n_prompt = static_cast<int64_t>(prompt.size());
   const int64_t ctx = config_.ctx_size;
@@ -89,11 +110,11 @@ Result<uint64_t> Engine::submit(std::vector<int32_t> prompt, const GenerationOpt
     return out_of_range("the prompt (" + std::to_string(n_prompt) + " tokens) plus max_tokens (" +
                         std::to_string(options.max_tokens) + ") exceeds the context length " + std::to_string(ctx));
   }
-  const int64_t bs = kv_buffer_->spec().block_size;
-  if ((max_total + bs - 1) / bs > kv_buffer_->spec().num_blocks) {
+  const int64_t bs = kv_cache_->spec().block_size;
+  if ((max_total + bs - 1) / bs > kv_cache_->spec().num_blocks) {
     return out_of_range("the prompt plus max_tokens (" + std::to_string(max_total) +
-                        " tokens) can never fit in the KV cache (" + std::to_string(kv_buffer_->spec().capacity_tokens()) +
-                        " tokens)");
+                        " tokens) can never fit in the KV cache (" +
+                        std::to_string(kv_cache_->spec().capacity_tokens()) + " tokens)");
   }
   auto r = std::make_unique<Request>();
   r->id = next_id_.fetch_add(1);
@@ -133,7 +154,8 @@ void Engine::drain_inbox() {
       r->seqs.push_back(std::make_unique<Sequence>(model_, r->options, r->prompt, i, config_.ctx_size));
       r->slots.push_back(std::make_unique<SeqSlot>((r->id << kChoiceBits) | static_cast<uint64_t>(i), r->priority,
                                                    arrivals_++, &r->seqs.back()->tokens(), r->max_total_tokens,
-                                                   kv_buffer_->spec().block_size));
+                                                   kv_cache_->spec().block_size));
+      r->slots.back()->use_prefix_cache = !r->options.prompt_logits;
     }
     Request& req = *r;
     requests_.emplace(r->id, std::move(r));
@@ -166,7 +188,8 @@ void Engine::finish_request(Request& r, const Status& error, bool cancelled) {
     if (!error.ok() || cancelled) {
       ++metrics_.finished_cancelled;
     } else {
-      for (const auto& res : r.results) ++(res.finish == FinishReason::kStop ? metrics_.finished_stop : metrics_.finished_length);
+      for (const auto& res : r.results)
+        ++(res.finish == FinishReason::kStop ? metrics_.finished_stop : metrics_.finished_length);
     }
   }
   RequestEvent ev;
@@ -180,17 +203,27 @@ void Engine::finish_request(Request& r, const Status& error, bool cancelled) {
   requests_.erase(r.id);
 }
 
-Status Engine::run_forward(const SchedulerOutput& out, std::vector<float>& logits) {
+Status Engine::run_forward(const SchedulerOutput& out, std::vector<float>& logits, std::vector<ItemRows>& rows) {
   ForwardBatch b;
   int64_t prompt_tokens = 0;
+  rows.clear();
   for (const ScheduledSeq& item : out.scheduled) {
     const SeqSlot& s = *item.seq;
-    b.append(*s.tokens, s.num_computed, s.num_computed + item.num_new_tokens, s.table,
-             item.needs_logits ? ForwardBatch::Logits::kLast : ForwardBatch::Logits::kNone);
+    const Request& r = *requests_.at(s.id >> kChoiceBits);
+    // A prompt chunk of a request that wants its prompt's logits: every row.
+    const bool all = r.options.prompt_logits && s.num_computed < static_cast<int64_t>(r.prompt.size());
+    const auto kind = all ? ForwardBatch::Logits::kAll
+                          : (item.needs_logits ? ForwardBatch::Logits::kLast : ForwardBatch::Logits::kNone);
+    ItemRows ir;
+    ir.first = static_cast<int32_t>(b.logits_rows.size());
+    ir.n = all ? item.num_new_tokens : (item.needs_logits ? 1 : 0);
+    ir.position = static_cast<int32_t>(all ? s.num_computed : s.num_computed + item.num_new_tokens - 1);
+    rows.push_back(ir);
+    b.append(*s.tokens, s.num_computed, s.num_computed + item.num_new_tokens, s.table, kind);
     if (item.num_new_tokens > 1 || !item.needs_logits) prompt_tokens += item.num_new_tokens;
   }
   const auto t0 = Clock::now();
-  const Status st = transformer_.forward(b, *kv_buffer_, logits);
+  const Status st = transformer_->forward(b, *kv_cache_, logits);
   const double ms = ms_between(t0, Clock::now());
   std::lock_guard<std::mutex> lock(mu_);
   ++metrics_.steps;
@@ -216,7 +249,8 @@ bool Engine::step() {
     }
   }
   std::vector<float> logits;
-  if (Status st = run_forward(out, logits); !st.ok()) {
+  std::vector<ItemRows> rows;  // [out.scheduled.size()]
+  if (Status st = run_forward(out, logits, rows); !st.ok()) {
     // Never expected (batches are built valid): fail the requests involved.
     for (const ScheduledSeq& item : out.scheduled) {
       auto it = requests_.find(item.seq->id >> kChoiceBits);
@@ -227,14 +261,30 @@ bool Engine::step() {
   }
   scheduler_.on_step_done(out);
   const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
-  size_t row = 0;
   int64_t generated = 0;
-  for (const ScheduledSeq& item : out.scheduled) {
-    if (!item.needs_logits) continue;
-    const std::span<const float> row_logits(&logits[row++ * n_vocab], n_vocab);
+  for (size_t k = 0; k < out.scheduled.size(); ++k) {
+    const ScheduledSeq& item = out.scheduled[k];
+    const ItemRows& ir = rows[k];
     auto it = requests_.find(item.seq->id >> kChoiceBits);
     if (it == requests_.end()) continue;  // finished earlier in this loop
     Request& r = *it->second;
+    if (r.options.prompt_logits && ir.n > 0) {
+      // Prompt positions not delivered before (a recomputation after
+      // preemption repeats some); positions past the prompt are not prompt logits.
+      const int32_t begin = std::max(ir.position, r.prompt_logits_next);
+      const int32_t end = std::min(ir.position + ir.n, static_cast<int32_t>(r.prompt.size()));
+      if (begin < end && r.callback) {
+        RequestEvent pe;
+        pe.request_id = r.id;
+        pe.prompt_logits = &logits[static_cast<size_t>(ir.first + begin - ir.position) * n_vocab];
+        pe.prompt_logits_begin = begin;
+        pe.prompt_logits_rows = end - begin;
+        r.callback(pe);
+      }
+      r.prompt_logits_next = std::max(r.prompt_logits_next, end);
+    }
+    if (!item.needs_logits) continue;
+    const std::span<const float> row_logits(&logits[static_cast<size_t>(ir.first + ir.n - 1) * n_vocab], n_vocab);
     const auto choice = static_cast<size_t>(item.seq->id & ((1u << kChoiceBits) - 1));
     auto ev = r.seqs[choice]->on_logits(row_logits);
     if (!ev.ok()) {

@@ -22,9 +22,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backend/cpu/kernels.h"
-#include "backend/cpu/kv_buffer.h"
-#include "core/thread_pool.h"
+#include "backend/backend.h"
+#include "backend/backend_options.h"
+#include "backend/communicator.h"
 #include "engine/engine_metrics.h"
 #include "engine/generation_options.h"
 #include "engine/sequence.h"
@@ -36,7 +36,8 @@
 namespace tessera {
 
 struct EngineConfig {
-  int threads = 1;
+  int threads = 1;               // backend.threads is set from this
+  BackendOptions backend;        // device and its switches (--device, --isa, ...)
   uint64_t kv_cache_memory = 0;  // bytes; 0: size by ctx_size
   int64_t ctx_size = 4096;       // tokens of one sequence (and the cache, when kv_cache_memory is 0)
   KvDtype kv_dtype = KvDtype::kF16;
@@ -48,20 +49,33 @@ struct EngineConfig {
 // What a request's callback receives. `finished` requests carry their results.
 struct RequestEvent {
   uint64_t request_id = 0;
-  StreamEvent step;              // one choice's new token / text (step.token < 0: none)
-  bool request_finished = false;  // every choice ended (or the request failed / was cancelled)
+  StreamEvent step;                                    // one choice's new token / text (step.token < 0: none)
+  bool request_finished = false;                       // every choice ended (or the request failed / was cancelled)
   const std::vector<ChoiceResult>* results = nullptr;  // when request_finished
   const RequestMetrics* metrics = nullptr;             // when request_finished
-  Status error;                  // non-ok when the request failed
-  bool cancelled = false;        // finished by cancel()
+  Status error;                                        // non-ok when the request failed
+  bool cancelled = false;                              // finished by cancel()
+  // GenerationOptions::prompt_logits: rows [prompt_logits_rows, n_vocab] of
+  // prompt positions prompt_logits_begin.. (each position delivered once,
+  // in order; valid during the callback only). Null otherwise.
+  const float* prompt_logits = nullptr;
+  int32_t prompt_logits_begin = 0;
+  int32_t prompt_logits_rows = 0;
 };
 
 class Engine {
  public:
   using Callback = std::function<void(const RequestEvent&)>;
 
-  // Borrows `model`. Errors: invalid config, KV cache allocation.
+  // Borrows `model`; creates the backend config.backend names (with
+  // config.threads threads), prepares the weights on it once and allocates
+  // the KV cache there. Errors: invalid config, an unknown device, a weight
+  // type the backend cannot run, KV cache allocation.
   static Result<std::unique_ptr<Engine>> create(const Model& model, const EngineConfig& config);
+  // The same on a backend the caller made (a test backend, for instance);
+  // config.backend is then ignored.
+  static Result<std::unique_ptr<Engine>> create(const Model& model, const EngineConfig& config,
+                                                std::unique_ptr<Backend> backend);
   ~Engine();
 
   // Queues a request (thread-safe). Errors, at once: invalid options, an
@@ -81,28 +95,38 @@ class Engine {
   void stop();
 
   EngineMetrics metrics() const;
-  const KvCacheSpec& kv_spec() const { return kv_buffer_->spec(); }
+  const KvCacheSpec& kv_spec() const { return kv_cache_->spec(); }
+  // The backend the model runs on (e.g. for its describe() line).
+  const Backend& backend() const { return *backend_; }
   int64_t context_tokens() const { return config_.ctx_size; }
 
  private:
   struct Request;
-  Engine(const Model& model, const EngineConfig& config, std::unique_ptr<cpu::KvBuffer> kv);
+  Engine(const Model& model, const EngineConfig& config, std::unique_ptr<Backend> backend,
+         std::unique_ptr<Communicator> comm, std::unique_ptr<KvCache> kv, std::unique_ptr<Transformer> transformer);
   void drain_inbox();
   void finish_request(Request& r, const Status& error, bool cancelled = false);
-  Status run_forward(const SchedulerOutput& out, std::vector<float>& logits);
+  // Rows of the step's logits that belong to one scheduled sequence.
+  struct ItemRows {
+    int32_t first = 0;     // first row in the step's logits
+    int32_t n = 0;         // rows (0, 1, or the chunk for prompt logits)
+    int32_t position = 0;  // position of the first row's token
+  };
+  Status run_forward(const SchedulerOutput& out, std::vector<float>& logits, std::vector<ItemRows>& rows);
   // Copies scheduler and KV gauges into metrics_ (read by other threads).
   void publish_gauges();
 
   const Model& model_;
   EngineConfig config_;
-  ThreadPool pool_;
-  std::unique_ptr<cpu::KvBuffer> kv_buffer_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<KvCache> kv_cache_;
+  std::unique_ptr<Transformer> transformer_;
   KvCacheManager kv_;
   Scheduler scheduler_;
-  Transformer transformer_;
 
   std::unordered_map<uint64_t, std::unique_ptr<Request>> requests_;  // engine thread only
-  mutable std::mutex mu_;             // guards inbox_, cancels_, metrics_
+  mutable std::mutex mu_;                                            // guards inbox_, cancels_, metrics_
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Request>> inbox_;
   std::vector<uint64_t> cancels_;

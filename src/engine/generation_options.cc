@@ -14,13 +14,16 @@ Status GenerationOptions::validate(int32_t n_vocab) const {
                             std::to_string(stop.size()));
   }
   for (int32_t id : stop_token_ids) {
-    if (id < 0 || id >= n_vocab) return invalid_argument("stop token id " + std::to_string(id) + " is outside the vocabulary");
+    if (id < 0 || id >= n_vocab)
+      return invalid_argument("stop token id " + std::to_string(id) + " is outside the vocabulary");
   }
   if (n < 1 || n > 128) return invalid_argument("n must be in [1, 128], got " + std::to_string(n));
   if (logprobs < -1 || logprobs > kMaxTopLogprobs) {
-    return invalid_argument("logprobs must be in [0, " + std::to_string(kMaxTopLogprobs) + "], got " + std::to_string(logprobs));
+    return invalid_argument("logprobs must be in [0, " + std::to_string(kMaxTopLogprobs) + "], got " +
+                            std::to_string(logprobs));
   }
   if (prefill_chunk <= 0) return invalid_argument("prefill chunk must be positive");
+  if (prompt_logits && n != 1) return invalid_argument("prompt logits need n == 1");
   return {};
 }
 

@@ -13,18 +13,26 @@ namespace tessera {
 
 enum class FinishReason { kStop, kLength };
 
-inline const char* finish_reason_name(FinishReason r) { return r == FinishReason::kStop ? "stop" : "length"; }
+inline const char* finish_reason_name(FinishReason r) {
+  return r == FinishReason::kStop ? "stop" : "length";
+}
 
 struct GenerationOptions {
-  int32_t max_tokens = 128;   // per choice; -1: until a stop condition or the context is full
-  int32_t min_tokens = 0;     // EOS, stop tokens and stop strings are suppressed until reached
-  bool ignore_eos = false;    // keep generating past EOS (stop_token_ids still stop)
-  std::vector<std::string> stop;         // up to kMaxStopStrings; the text ends before them
-  std::vector<int32_t> stop_token_ids;   // tokens that end a choice (not part of its text)
-  int32_t n = 1;              // completions of the prompt; they share its KV blocks
-  int32_t logprobs = -1;      // -1: none; 0..20: the chosen token's logprob and this many alternatives
+  int32_t max_tokens = 128;             // per choice; -1: until a stop condition or the context is full
+  int32_t min_tokens = 0;               // EOS, stop tokens and stop strings are suppressed until reached
+  bool ignore_eos = false;              // keep generating past EOS (stop_token_ids still stop)
+  std::vector<std::string> stop;        // up to kMaxStopStrings; the text ends before them
+  std::vector<int32_t> stop_token_ids;  // tokens that end a choice (not part of its text)
+  int32_t n = 1;                        // completions of the prompt; they share its KV blocks
+  int32_t logprobs = -1;                // -1: none; 0..20: the chosen token's logprob and this many alternatives
   SamplingParams sampling;
-  int32_t prefill_chunk = 512;  // prompt tokens per forward call
+  int32_t prefill_chunk = 512;  // prompt tokens per forward call (Generator only; the engine chunks by its budget)
+  // Deliver the logits of every prompt position to the request's callback
+  // (RequestEvent::prompt_logits; row p predicts prompt token p + 1): prompt
+  // scoring and perplexity. The request then computes its whole prompt (no
+  // prefix-cache hit) and must have n == 1. With max_tokens == 0 nothing is
+  // generated.
+  bool prompt_logits = false;
 
   // kInvalidArgument naming the field (sampling parameters included).
   Status validate(int32_t n_vocab) const;

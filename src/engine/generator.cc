@@ -4,6 +4,7 @@
 #include <span>
 #include <string>
 
+#include "backend/registry.h"
 #include "kv/block_table.h"
 
 namespace tessera {
@@ -12,11 +13,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 }  // namespace
 
-Result<std::unique_ptr<Generator>> Generator::create(const Model& model, ThreadPool& pool, const cpu::Kernels& kernels,
+Result<std::unique_ptr<Generator>> Generator::create(const Model& model, const BackendOptions& backend,
                                                      uint64_t kv_memory_bytes, int64_t ctx_tokens, KvDtype kv_dtype) {
   const ModelConfig& c = model.config();
   KvCacheSpec spec;
@@ -25,18 +28,15 @@ Result<std::unique_ptr<Generator>> Generator::create(const Model& model, ThreadP
   spec.n_kv_heads = c.n_kv_heads;
   spec.head_dim = c.head_dim;
   TESSERA_RETURN_IF_ERROR(size_kv_cache(spec, kv_memory_bytes, ctx_tokens));
-  TESSERA_ASSIGN_OR_RETURN(auto kv, cpu::KvBuffer::create(spec));
   const int64_t context = kv_memory_bytes > 0 ? spec.capacity_tokens() : ctx_tokens;
-  return std::unique_ptr<Generator>(new Generator(model, pool, kernels, std::move(kv), context));
+  std::unique_ptr<Generator> g(new Generator(model, context));
+  TESSERA_ASSIGN_OR_RETURN(g->backend_, create_backend(backend));
+  g->comm_ = make_single_rank_communicator();
+  TESSERA_ASSIGN_OR_RETURN(g->transformer_, Transformer::create(c, model.weights(), *g->backend_, *g->comm_));
+  TESSERA_ASSIGN_OR_RETURN(g->kv_, g->backend_->create_kv_cache(spec));
+  g->block_pool_ = BlockPool(spec.num_blocks);
+  return g;
 }
-
-Generator::Generator(const Model& model, ThreadPool& pool, const cpu::Kernels& kernels, std::unique_ptr<cpu::KvBuffer> kv,
-                     int64_t context_tokens)
-    : model_(model),
-      kv_(std::move(kv)),
-      block_pool_(kv_->spec().num_blocks),
-      transformer_(model.config(), model.weights(), pool, kernels),
-      context_tokens_(context_tokens) {}
 
 Result<std::vector<float>> Generator::prefill_logits(const std::vector<int32_t>& prompt, int32_t chunk) {
   if (prompt.empty()) return out_of_range("empty prompt");
@@ -48,7 +48,7 @@ Result<std::vector<float>> Generator::prefill_logits(const std::vector<int32_t>&
     const int32_t end = std::min<int32_t>(static_cast<int32_t>(prompt.size()), begin + chunk);
     ForwardBatch b;
     b.append(prompt, begin, end, table, ForwardBatch::Logits::kLast);
-    st = transformer_.forward(b, *kv_, logits);
+    st = transformer_->forward(b, *kv_, logits);
   }
   table.release_all(block_pool_);
   if (!st.ok()) return st;
@@ -88,7 +88,7 @@ Result<GenerationResult> Generator::generate(const std::vector<int32_t>& prompt,
     const int32_t end = std::min(stats.prompt_tokens, begin + options.prefill_chunk);
     ForwardBatch b;
     b.append(prompt, begin, end, tables[0], ForwardBatch::Logits::kLast);
-    st = transformer_.forward(b, *kv_, logits);
+    st = transformer_->forward(b, *kv_, logits);
   }
   for (int32_t i = 1; st.ok() && i < options.n; ++i) {
     int32_t from = -1, to = -1;
@@ -97,7 +97,7 @@ Result<GenerationResult> Generator::generate(const std::vector<int32_t>& prompt,
       st = forked.status();
       break;
     }
-    if (from >= 0) kv_->copy_block(from, to);
+    if (from >= 0) backend_->copy_kv_block(*kv_, from, to);
     tables[static_cast<size_t>(i)] = std::move(forked).value();
   }
   if (st.ok() && options.n > 1) logits.resize(static_cast<size_t>(n_vocab) * static_cast<size_t>(options.n));
@@ -114,7 +114,8 @@ Result<GenerationResult> Generator::generate(const std::vector<int32_t>& prompt,
     for (size_t i = 0; i < seqs.size(); ++i) {
       Sequence* s = seqs[i].get();
       if (s->finished()) continue;
-      auto ev = s->on_logits(std::span<const float>(&logits[row++ * static_cast<size_t>(n_vocab)], static_cast<size_t>(n_vocab)));
+      auto ev = s->on_logits(
+          std::span<const float>(&logits[row++ * static_cast<size_t>(n_vocab)], static_cast<size_t>(n_vocab)));
       if (!ev.ok()) {
         st = ev.status();
         break;
@@ -129,7 +130,7 @@ Result<GenerationResult> Generator::generate(const std::vector<int32_t>& prompt,
       b.append(s->tokens(), pos, pos + 1, tables[i], ForwardBatch::Logits::kLast);
     }
     if (!st.ok() || cancelled || b.seqs.empty()) break;
-    st = transformer_.forward(b, *kv_, logits);
+    st = transformer_->forward(b, *kv_, logits);
     ++stats.decode_steps;
   }
   if (stats.decode_steps > 0) stats.decode_ms = ms_since(t_decode);

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/kernels.h"
-#include "backend/cpu/kv_buffer.h"
-#include "core/thread_pool.h"
+#include "backend/backend.h"
+#include "backend/backend_options.h"
+#include "backend/communicator.h"
 #include "engine/generation_options.h"
 #include "engine/sequence.h"
 #include "kv/block_pool.h"
@@ -30,9 +30,9 @@ struct GenerationStats {
   int32_t prompt_tokens = 0;
   int32_t generated_tokens = 0;  // all choices
   int32_t decode_steps = 0;      // forward passes after the prompt
-  double ttft_ms = 0;     // submit -> first generated token
-  double prefill_ms = 0;  // all prompt forward passes
-  double decode_ms = 0;   // forward passes after the prompt
+  double ttft_ms = 0;            // submit -> first generated token
+  double prefill_ms = 0;         // all prompt forward passes
+  double decode_ms = 0;          // forward passes after the prompt
 };
 
 struct GenerationResult {
@@ -43,8 +43,10 @@ struct GenerationResult {
 class Generator {
  public:
   // Sizes the KV cache from kv_memory_bytes (if non-zero) or ctx_tokens,
-  // storing K/V as kv_dtype. Borrows model, pool and kernels.
-  static Result<std::unique_ptr<Generator>> create(const Model& model, ThreadPool& pool, const cpu::Kernels& kernels,
+  // storing K/V as kv_dtype, on the backend `backend` names (registry).
+  // Borrows model. Errors: those of create_backend and Transformer::create,
+  // KV cache allocation.
+  static Result<std::unique_ptr<Generator>> create(const Model& model, const BackendOptions& backend,
                                                    uint64_t kv_memory_bytes, int64_t ctx_tokens,
                                                    KvDtype kv_dtype = KvDtype::kF16);
 
@@ -64,18 +66,20 @@ class Generator {
   // `chunk` tokens ([n_vocab]); the sequence is released afterwards. For tests.
   Result<std::vector<float>> prefill_logits(const std::vector<int32_t>& prompt, int32_t chunk);
 
-  Transformer& transformer() { return transformer_; }
-  cpu::KvBuffer& kv() { return *kv_; }
+  Transformer& transformer() { return *transformer_; }
+  KvCache& kv() { return *kv_; }
+  Backend& backend() { return *backend_; }
   BlockPool& block_pool() { return block_pool_; }
 
  private:
-  Generator(const Model& model, ThreadPool& pool, const cpu::Kernels& kernels, std::unique_ptr<cpu::KvBuffer> kv,
-            int64_t context_tokens);
+  Generator(const Model& model, int64_t context_tokens) : model_(model), context_tokens_(context_tokens) {}
 
   const Model& model_;
-  std::unique_ptr<cpu::KvBuffer> kv_;
-  BlockPool block_pool_;
-  Transformer transformer_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<KvCache> kv_;
+  BlockPool block_pool_{0};
+  std::unique_ptr<Transformer> transformer_;
   int64_t context_tokens_;
 };
 

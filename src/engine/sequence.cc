@@ -29,6 +29,14 @@ Sequence::Sequence(const Model& model, const GenerationOptions& options, const s
 Result<StreamEvent> Sequence::on_logits(std::span<const float> logits) {
   StreamEvent ev;
   ev.choice = choice_;
+  if (options_.max_tokens == 0) {  // scoring only: the prompt was computed, nothing is generated
+    finished_ = true;
+    result_.finish = FinishReason::kLength;
+    ev.text = stream_.finish();
+    result_.text += ev.text;
+    ev.finished = true;
+    return ev;
+  }
   const auto generated = static_cast<int32_t>(result_.tokens.size());
   const bool allow_stop = generated >= options_.min_tokens;
   const auto pos = static_cast<int64_t>(tokens_.size());

@@ -5,7 +5,7 @@
 namespace tessera {
 
 namespace {
-using cpu::RopeStyle;
+
 // Mistral GGUF files use general.architecture = "llama"; its HF name maps to it.
 constexpr std::array kArchitectures = {
     //               gguf      hf                      gguf rope        bias   qknorm fused_qkv fused_gate_up

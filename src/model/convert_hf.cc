@@ -1,12 +1,11 @@
 #include "model/convert_hf.h"
 
-#include <nlohmann/json.hpp>
-
 #include <array>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_map>
 
@@ -156,8 +155,8 @@ std::unique_ptr<Tokenizer> reload_tokenizer(const GgufWriter& w) {
 // presets as the first one that encodes the probe texts as tokenizer.json does.
 void add_tokenizer(GgufWriter& w, const Tokenizer& tok, const ModelConfig& c, int32_t eos_fallback,
                    ConvertSummary& summary) {
-  std::vector<std::string> presets = {"default", "llama-bpe", "qwen2", "deepseek-llm", "deepseek-coder",
-                                      "falcon", "starcoder"};
+  std::vector<std::string> presets = {"default",        "llama-bpe", "qwen2",    "deepseek-llm",
+                                      "deepseek-coder", "falcon",    "starcoder"};
   if (c.architecture == "qwen2" || c.architecture == "qwen3") std::swap(presets[0], presets[2]);
   const auto want = probe(tok);
   for (const std::string& pre : presets) {
@@ -261,7 +260,7 @@ Result<ConvertSummary> convert_hf_to_gguf(const std::string& hf_dir, const std::
   }
   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(hf_dir));
   const ModelConfig& c = model->config();
-  const bool permute = c.arch.gguf_rope_style == cpu::RopeStyle::kNorm;
+  const bool permute = c.arch.gguf_rope_style == RopeStyle::kNorm;
   if (permute && c.head_dim % 2 != 0) {
     return invalid_argument(hf_dir + ": head_dim " + std::to_string(c.head_dim) + " is odd; cannot permute for RoPE");
   }
@@ -291,8 +290,9 @@ Result<ConvertSummary> convert_hf_to_gguf(const std::string& hf_dir, const std::
     if (type == DType::kQ8_0 && t->shape[0] % kQuantBlockElems != 0) {
       type = DType::kF16;
       if (!noted_q8_fallback) {
-        summary.notes.push_back("rows of " + std::to_string(t->shape[0]) + " elements are not whole q8_0 blocks of 32; " +
-                                gguf_name + " (and any like it) written as f16");
+        summary.notes.push_back("rows of " + std::to_string(t->shape[0]) +
+                                " elements are not whole q8_0 blocks of 32; " + gguf_name +
+                                " (and any like it) written as f16");
         noted_q8_fallback = true;
       }
     }

@@ -1,8 +1,7 @@
 #include "model/hf_config.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 namespace tessera {
 
@@ -98,7 +97,7 @@ Result<ModelConfig> model_config_from_hf_json(const std::string& text, const std
   ModelConfig c;
   c.architecture = std::string(info->gguf_name);
   c.arch = *info;
-  c.rope_style = cpu::RopeStyle::kNeox;  // HF checkpoints rotate halves (rotate_half)
+  c.rope_style = RopeStyle::kNeox;  // HF checkpoints rotate halves (rotate_half)
   if (auto it = j.find("_name_or_path"); it != j.end() && it->is_string()) c.name = it->get<std::string>();
   TESSERA_ASSIGN_OR_RETURN(c.n_vocab, f.get_int("vocab_size"));
   TESSERA_ASSIGN_OR_RETURN(c.n_embd, f.get_int("hidden_size"));
@@ -120,7 +119,8 @@ Result<GenerationDefaults> generation_defaults_from_json(const std::string& text
   if (auto it = j.find("eos_token_id"); it != j.end() && !it->is_null()) {
     const json list = it->is_array() ? *it : json::array({*it});
     for (const auto& v : list) {
-      if (!v.is_number_integer()) return invalid_argument(source + ": eos_token_id must be an integer or a list of them");
+      if (!v.is_number_integer())
+        return invalid_argument(source + ": eos_token_id must be an integer or a list of them");
       g.eos_token_ids.push_back(v.get<int32_t>());
     }
   }

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/kernels.h"
+#include "core/rope_style.h"
 #include "formats/gguf_reader.h"
 #include "model/architecture.h"
 #include "tessera/status.h"
@@ -31,13 +31,13 @@ struct ModelConfig {
   ArchitectureInfo arch{};   // what distinguishes the architecture (model/architecture.h)
   std::string name;          // general.name, if present
   int n_vocab = 0;
-  int n_embd = 0;       // hidden size
+  int n_embd = 0;  // hidden size
   int n_layers = 0;
-  int n_ff = 0;         // feed-forward (intermediate) size
-  int n_heads = 0;      // query heads
-  int n_kv_heads = 0;   // key/value heads (GQA when < n_heads)
-  int head_dim = 0;     // n_embd / n_heads unless the file says otherwise
-  int n_rot = 0;        // rotated dims per head (rope.dimension_count)
+  int n_ff = 0;            // feed-forward (intermediate) size
+  int n_heads = 0;         // query heads
+  int n_kv_heads = 0;      // key/value heads (GQA when < n_heads)
+  int head_dim = 0;        // n_embd / n_heads unless the file says otherwise
+  int n_rot = 0;           // rotated dims per head (rope.dimension_count)
   int context_length = 0;  // trained context
   float rms_eps = 1e-5f;
   float rope_freq_base = 10000.0f;
@@ -45,7 +45,7 @@ struct ModelConfig {
   // Per-frequency divisors from the GGUF tensor `rope_freqs.weight` (how
   // llama.cpp stores Llama 3 RoPE scaling); empty when absent. [n_rot / 2].
   std::vector<float> rope_freq_factors;
-  cpu::RopeStyle rope_style = cpu::RopeStyle::kNorm;
+  RopeStyle rope_style = RopeStyle::kNorm;
 
   // inv_freq[i] = base^(-2i / n_rot) with RoPE scaling applied, divided by
   // rope_freq_factors[i] when present; [n_rot / 2].

@@ -33,9 +33,9 @@ class Binder {
   }
 
   // A [rows, cols] matrix (ggml shape {cols, rows}).
-  Result<cpu::MatrixView> matrix(const std::string& name, int64_t rows, int64_t cols) const {
+  Result<WeightView> matrix(const std::string& name, int64_t rows, int64_t cols) const {
     TESSERA_ASSIGN_OR_RETURN(TensorRef t, find(name, {cols, rows}));
-    return cpu::MatrixView{*t.dtype, t.data, rows, cols};
+    return WeightView{*t.dtype, t.data, rows, cols};
   }
 
   Result<std::vector<float>> vector_f32(const std::string& name, int64_t n) const {
@@ -53,7 +53,7 @@ class Binder {
 };
 
 // Rows [begin, begin + rows) of a fused matrix.
-cpu::MatrixView row_range(const cpu::MatrixView& m, int64_t begin, int64_t rows) {
+WeightView row_range(const WeightView& m, int64_t begin, int64_t rows) {
   const auto* base = static_cast<const uint8_t*>(m.data);
   return {m.dtype, base + static_cast<size_t>(begin) * dtype_row_bytes(m.dtype, m.cols), rows, m.cols};
 }
@@ -65,7 +65,7 @@ Result<LayerWeights> bind_layer(const Binder& b, const ModelConfig& c, int layer
   LayerWeights l;
   TESSERA_ASSIGN_OR_RETURN(l.attn_norm, b.vector_f32(p + "attn_norm.weight", c.n_embd));
   if (c.arch.fused_qkv) {
-    TESSERA_ASSIGN_OR_RETURN(cpu::MatrixView qkv, b.matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, c.n_embd));
+    TESSERA_ASSIGN_OR_RETURN(WeightView qkv, b.matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, c.n_embd));
     l.wq = row_range(qkv, 0, q_dim);
     l.wk = row_range(qkv, q_dim, kv_dim);
     l.wv = row_range(qkv, q_dim + kv_dim, kv_dim);
@@ -86,7 +86,7 @@ Result<LayerWeights> bind_layer(const Binder& b, const ModelConfig& c, int layer
   TESSERA_ASSIGN_OR_RETURN(l.wo, b.matrix(p + "attn_output.weight", c.n_embd, q_dim));
   TESSERA_ASSIGN_OR_RETURN(l.ffn_norm, b.vector_f32(p + "ffn_norm.weight", c.n_embd));
   if (c.arch.fused_gate_up) {
-    TESSERA_ASSIGN_OR_RETURN(cpu::MatrixView gate_up, b.matrix(p + "ffn_up.weight", 2 * int64_t{c.n_ff}, c.n_embd));
+    TESSERA_ASSIGN_OR_RETURN(WeightView gate_up, b.matrix(p + "ffn_up.weight", 2 * int64_t{c.n_ff}, c.n_embd));
     l.w_gate = row_range(gate_up, 0, c.n_ff);
     l.w_up = row_range(gate_up, c.n_ff, c.n_ff);
   } else {
@@ -100,7 +100,7 @@ Result<LayerWeights> bind_layer(const Binder& b, const ModelConfig& c, int layer
 }  // namespace
 
 uint64_t ModelWeights::matrix_bytes() const {
-  auto bytes = [](const cpu::MatrixView& m) { return m.rows * dtype_row_bytes(m.dtype, m.cols); };
+  auto bytes = [](const WeightView& m) { return m.rows * dtype_row_bytes(m.dtype, m.cols); };
   uint64_t total = bytes(output);
   for (const auto& l : layers) {
     total += bytes(l.wq) + bytes(l.wk) + bytes(l.wv) + bytes(l.wo) + bytes(l.w_gate) + bytes(l.w_up) + bytes(l.w_down);

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "backend/cpu/matmul.h"
+#include "core/weight_view.h"
 #include "model/model_config.h"
 #include "model/tensor_source.h"
 #include "tessera/status.h"
@@ -14,23 +14,23 @@
 namespace tessera {
 
 struct LayerWeights {
-  std::vector<float> attn_norm;  // [n_embd]
-  cpu::MatrixView wq;            // [n_heads * head_dim, n_embd]
-  cpu::MatrixView wk;            // [n_kv_heads * head_dim, n_embd]
-  cpu::MatrixView wv;            // [n_kv_heads * head_dim, n_embd]
-  std::vector<float> bq, bk, bv;  // [rows of wq / wk / wv]; empty without qkv_bias
+  std::vector<float> attn_norm;       // [n_embd]
+  WeightView wq;                      // [n_heads * head_dim, n_embd]
+  WeightView wk;                      // [n_kv_heads * head_dim, n_embd]
+  WeightView wv;                      // [n_kv_heads * head_dim, n_embd]
+  std::vector<float> bq, bk, bv;      // [rows of wq / wk / wv]; empty without qkv_bias
   std::vector<float> q_norm, k_norm;  // [head_dim]; empty without qk_norm
-  cpu::MatrixView wo;            // [n_embd, n_heads * head_dim]
-  std::vector<float> ffn_norm;   // [n_embd]
-  cpu::MatrixView w_gate;        // [n_ff, n_embd]
-  cpu::MatrixView w_up;          // [n_ff, n_embd]
-  cpu::MatrixView w_down;        // [n_embd, n_ff]
+  WeightView wo;                      // [n_embd, n_heads * head_dim]
+  std::vector<float> ffn_norm;        // [n_embd]
+  WeightView w_gate;                  // [n_ff, n_embd]
+  WeightView w_up;                    // [n_ff, n_embd]
+  WeightView w_down;                  // [n_embd, n_ff]
 };
 
 struct ModelWeights {
-  cpu::MatrixView token_embd;     // [n_vocab, n_embd]
+  WeightView token_embd;           // [n_vocab, n_embd]
   std::vector<float> output_norm;  // [n_embd]
-  cpu::MatrixView output;         // [n_vocab, n_embd]; token_embd when tied
+  WeightView output;               // [n_vocab, n_embd]; token_embd when tied
   std::vector<LayerWeights> layers;
 
   // Bytes of every matrix read per decoded token (embedding row excluded).

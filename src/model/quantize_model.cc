@@ -88,11 +88,19 @@ DType quant_fallback_type(DType t, int64_t cols) {
   DType f = t;
   switch (t) {
     case DType::kQ2_K:
-    case DType::kQ3_K: f = DType::kQ4_0; break;
-    case DType::kQ4_K: f = DType::kQ5_0; break;
-    case DType::kQ5_K: f = DType::kQ5_1; break;
+    case DType::kQ3_K:
+      f = DType::kQ4_0;
+      break;
+    case DType::kQ4_K:
+      f = DType::kQ5_0;
+      break;
+    case DType::kQ5_K:
+      f = DType::kQ5_1;
+      break;
     case DType::kQ6_K:
-    case DType::kQ8_K: f = DType::kQ8_0; break;
+    case DType::kQ8_K:
+      f = DType::kQ8_0;
+      break;
     case DType::kF32:
     case DType::kF16:
     case DType::kBF16:
@@ -100,7 +108,9 @@ DType quant_fallback_type(DType t, int64_t cols) {
     case DType::kQ4_0:
     case DType::kQ4_1:
     case DType::kQ5_0:
-    case DType::kQ5_1: f = DType::kF16; break;
+    case DType::kQ5_1:
+      f = DType::kF16;
+      break;
   }
   return cols % dtype_block_elems(f) == 0 ? f : DType::kF16;
 }
@@ -108,20 +118,34 @@ DType quant_fallback_type(DType t, int64_t cols) {
 uint32_t quant_scheme_file_type(const QuantScheme& s) {
   if (s.mix) return s.base == DType::kQ4_K ? 15 : 17;
   switch (s.base) {
-    case DType::kF32: return 0;
-    case DType::kF16: return 1;
-    case DType::kQ4_0: return 2;
-    case DType::kQ4_1: return 3;
-    case DType::kQ8_0: return 7;
-    case DType::kQ5_0: return 8;
-    case DType::kQ5_1: return 9;
-    case DType::kQ2_K: return 10;
-    case DType::kQ3_K: return 11;
-    case DType::kQ4_K: return 14;
-    case DType::kQ5_K: return 16;
-    case DType::kQ6_K: return 18;
-    case DType::kBF16: return 32;
-    case DType::kQ8_K: break;
+    case DType::kF32:
+      return 0;
+    case DType::kF16:
+      return 1;
+    case DType::kQ4_0:
+      return 2;
+    case DType::kQ4_1:
+      return 3;
+    case DType::kQ8_0:
+      return 7;
+    case DType::kQ5_0:
+      return 8;
+    case DType::kQ5_1:
+      return 9;
+    case DType::kQ2_K:
+      return 10;
+    case DType::kQ3_K:
+      return 11;
+    case DType::kQ4_K:
+      return 14;
+    case DType::kQ5_K:
+      return 16;
+    case DType::kQ6_K:
+      return 18;
+    case DType::kBF16:
+      return 32;
+    case DType::kQ8_K:
+      break;
   }
   return 0;
 }
@@ -196,7 +220,7 @@ Result<QuantizeSummary> quantize_model(const std::string& in_path, const std::st
 std::vector<std::vector<uint8_t>> quantize_weights(ModelWeights& weights, DType t) {
   std::vector<std::vector<uint8_t>> storage;
   ThreadPool pool(cpu_features().physical_cores);
-  auto quantize = [&](cpu::MatrixView& m) {
+  auto quantize = [&](WeightView& m) {
     if (m.dtype == t || m.cols % dtype_block_elems(t) != 0) return;
     std::vector<uint8_t> out(static_cast<size_t>(m.rows) * dtype_row_bytes(t, m.cols));  // [rows, row bytes]
     const size_t in_row = dtype_row_bytes(m.dtype, m.cols), out_row = dtype_row_bytes(t, m.cols);
@@ -208,12 +232,12 @@ std::vector<std::vector<uint8_t>> quantize_weights(ModelWeights& weights, DType 
         quantize_row(t, row.data(), out.data() + static_cast<size_t>(r) * out_row, m.cols);
       }
     });
-    m = cpu::MatrixView{t, out.data(), m.rows, m.cols};
+    m = WeightView{t, out.data(), m.rows, m.cols};
     storage.push_back(std::move(out));  // the heap buffer does not move
   };
   quantize(weights.output);
   for (LayerWeights& l : weights.layers) {
-    for (cpu::MatrixView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) quantize(*m);
+    for (WeightView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) quantize(*m);
   }
   return storage;
 }

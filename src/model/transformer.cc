@@ -3,27 +3,80 @@
 #include <cmath>
 #include <string>
 
-#include "core/quant_ref.h"
-
 namespace tessera {
 
-namespace {
-void add_bias(float* x, const float* bias, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] += bias[i];
-}
-}  // namespace
+struct Transformer::Layer {
+  const float* attn_norm = nullptr;  // [n_embd]
+  std::unique_ptr<DeviceMatrix> wq, wk, wv, wo, w_gate, w_up, w_down;
+  const float* bq = nullptr;        // [q_dim]; null without qkv_bias
+  const float* bk = nullptr;        // [kv_dim]
+  const float* bv = nullptr;        // [kv_dim]
+  const float* q_norm = nullptr;    // [head_dim]; null without qk_norm
+  const float* k_norm = nullptr;    // [head_dim]
+  const float* ffn_norm = nullptr;  // [n_embd]
+};
 
-Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, ThreadPool& pool,
-                         const cpu::Kernels& kernels)
-    : config_(config), weights_(weights), pool_(pool), k_(kernels), inv_freq_(config.rope_inv_freq()) {
-  auto prepare = [&](cpu::MatrixView& m) { m = cpu::prepare_matrix(k_, m, pool_, prepared_); };
-  for (LayerWeights& l : weights_.layers) {
-    for (cpu::MatrixView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) prepare(*m);
+Transformer::Transformer(const ModelConfig& config, Backend& backend, Communicator& comm)
+    : config_(config), backend_(backend), comm_(comm), inv_freq_(config.rope_inv_freq()) {}
+
+Transformer::~Transformer() = default;
+
+Result<std::unique_ptr<Transformer>> Transformer::create(const ModelConfig& config, const ModelWeights& weights,
+                                                         Backend& backend, Communicator& comm) {
+  std::unique_ptr<Transformer> t(new Transformer(config, backend, comm));
+  auto prepare = [&](const WeightView& w, MatrixUse use) { return backend.prepare_matrix(w, use); };
+  TESSERA_ASSIGN_OR_RETURN(t->token_embd_, prepare(weights.token_embd, MatrixUse::kEmbedding));
+  TESSERA_ASSIGN_OR_RETURN(t->output_, prepare(weights.output, MatrixUse::kMatmul));
+
+  // Norm weights and biases: one f32 buffer, each vector at a 64-byte boundary.
+  std::vector<const std::vector<float>*> vecs{&weights.output_norm};
+  for (const LayerWeights& l : weights.layers) {
+    for (const std::vector<float>* v : {&l.attn_norm, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.ffn_norm}) {
+      vecs.push_back(v);
+    }
   }
-  prepare(weights_.output);  // token_embd keeps the stored layout (rows are dequantized for lookup)
+  constexpr size_t kAlign = 16;  // floats
+  size_t total = 0;
+  std::vector<size_t> offsets;
+  for (const auto* v : vecs) {
+    offsets.push_back(total);
+    total += (v->size() + kAlign - 1) / kAlign * kAlign;
+  }
+  TESSERA_ASSIGN_OR_RETURN(t->vectors_, backend.allocate(total * sizeof(float), BufferKind::kWeights));
+  float* base = t->vectors_->f32();
+  std::vector<const float*> dev;
+  for (size_t i = 0; i < vecs.size(); ++i) {
+    if (vecs[i]->empty()) {
+      dev.push_back(nullptr);
+      continue;
+    }
+    backend.upload(base + offsets[i], vecs[i]->data(), vecs[i]->size() * sizeof(float));
+    dev.push_back(base + offsets[i]);
+  }
+  t->output_norm_ = dev[0];
+  size_t next = 1;
+  for (const LayerWeights& l : weights.layers) {
+    Layer d;
+    d.attn_norm = dev[next++];
+    d.bq = dev[next++];
+    d.bk = dev[next++];
+    d.bv = dev[next++];
+    d.q_norm = dev[next++];
+    d.k_norm = dev[next++];
+    d.ffn_norm = dev[next++];
+    TESSERA_ASSIGN_OR_RETURN(d.wq, prepare(l.wq, MatrixUse::kMatmul));
+    TESSERA_ASSIGN_OR_RETURN(d.wk, prepare(l.wk, MatrixUse::kMatmul));
+    TESSERA_ASSIGN_OR_RETURN(d.wv, prepare(l.wv, MatrixUse::kMatmul));
+    TESSERA_ASSIGN_OR_RETURN(d.wo, prepare(l.wo, MatrixUse::kMatmul));
+    TESSERA_ASSIGN_OR_RETURN(d.w_gate, prepare(l.w_gate, MatrixUse::kMatmul));
+    TESSERA_ASSIGN_OR_RETURN(d.w_up, prepare(l.w_up, MatrixUse::kMatmul));
+    TESSERA_ASSIGN_OR_RETURN(d.w_down, prepare(l.w_down, MatrixUse::kMatmul));
+    t->layers_.push_back(std::move(d));
+  }
+  return t;
 }
 
-Status Transformer::validate(const ForwardBatch& b, const cpu::KvBuffer& kv) const {
+Status Transformer::validate(const ForwardBatch& b, const KvCache& kv) const {
   const size_t n = b.token_ids.size();
   if (n == 0) return invalid_argument("empty batch");
   if (b.positions.size() != n || b.slot_mapping.size() != n) {
@@ -63,92 +116,99 @@ Status Transformer::validate(const ForwardBatch& b, const cpu::KvBuffer& kv) con
   return {};
 }
 
-void Transformer::attention_block(int layer, const ForwardBatch& b, cpu::KvBuffer& kv) {
-  const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
-  const int32_t n = b.n_tokens();
+Status Transformer::reserve_activations(int64_t n_tokens, int64_t n_logits) {
   const int64_t e = config_.n_embd;
   const int64_t q_dim = static_cast<int64_t>(config_.n_heads) * config_.head_dim;
   const int64_t kv_dim = static_cast<int64_t>(config_.n_kv_heads) * config_.head_dim;
-  for (int32_t t = 0; t < n; ++t) k_.rmsnorm(&x_[t * e], w.attn_norm.data(), &xb_[t * e], e, config_.rms_eps);
-  const cpu::MatmulTarget qkv[] = {{w.wq, q_.data()}, {w.wk, kk_.data()}, {w.wv, vv_.data()}};
-  cpu::matmul_multi(pool_, k_, qkv, xb_.data(), n, scratch_);
-  for (int32_t t = 0; t < n; ++t) {
-    float* q = &q_[t * q_dim];
-    float* kr = &kk_[t * kv_dim];
-    if (!w.bq.empty()) {
-      add_bias(q, w.bq.data(), q_dim);
-      add_bias(kr, w.bk.data(), kv_dim);
-      add_bias(&vv_[t * kv_dim], w.bv.data(), kv_dim);
-    }
-    if (!w.q_norm.empty()) {
-      const int64_t hd = config_.head_dim;
-      for (int h = 0; h < config_.n_heads; ++h)
-        k_.rmsnorm(q + h * hd, w.q_norm.data(), q + h * hd, hd, config_.rms_eps);
-      for (int h = 0; h < config_.n_kv_heads; ++h)
-        k_.rmsnorm(kr + h * hd, w.k_norm.data(), kr + h * hd, hd, config_.rms_eps);
-    }
-    const int32_t pos = b.positions[static_cast<size_t>(t)];
-    k_.rope(&q_[t * q_dim], config_.n_heads, config_.head_dim, config_.n_rot, pos, inv_freq_.data(),
-            config_.rope_style);
-    k_.rope(&kk_[t * kv_dim], config_.n_kv_heads, config_.head_dim, config_.n_rot, pos, inv_freq_.data(),
-            config_.rope_style);
-    const int64_t slot = b.slot_mapping[static_cast<size_t>(t)];
-    kv.store(k_, layer, slot, &kk_[t * kv_dim], &vv_[t * kv_dim]);
+  const int64_t ff = config_.n_ff;
+  // Region sizes in floats, each rounded to 64 bytes.
+  const int64_t sizes[] = {
+      n_tokens * e,     n_tokens * e,  n_tokens * q_dim, n_tokens * kv_dim, n_tokens * kv_dim,
+      n_tokens * q_dim, n_tokens * ff, n_tokens * ff,    n_logits * e,      n_logits * config_.n_vocab};
+  float** regions[] = {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &xl_, &logits_};
+  int64_t total = 0;
+  for (int64_t s : sizes) total += (s + 15) / 16 * 16;
+  const size_t bytes = static_cast<size_t>(total) * sizeof(float);
+  if (!act_ || act_->bytes() < bytes) {
+    act_.reset();  // free first: the old regions are not needed across steps
+    TESSERA_ASSIGN_OR_RETURN(act_, backend_.allocate(bytes, BufferKind::kActivations));
   }
-  const cpu::AttentionShape shape{config_.n_heads, config_.n_kv_heads, config_.head_dim,
-                                  1.0f / std::sqrt(static_cast<float>(config_.head_dim))};
-  cpu::paged_attention(pool_, k_, shape, q_.data(), b.positions.data(), b.seqs, kv, layer, att_.data());
-  cpu::matmul(pool_, k_, w.wo, att_.data(), n, xb_.data(), scratch_);
-  for (int64_t i = 0; i < n * e; ++i) x_[static_cast<size_t>(i)] += xb_[static_cast<size_t>(i)];
+  float* p = act_->f32();
+  for (size_t i = 0; i < std::size(sizes); ++i) {
+    *regions[i] = p;
+    p += (sizes[i] + 15) / 16 * 16;
+  }
+  return {};
 }
 
-void Transformer::mlp_block(int layer, int32_t n) {
-  const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
+Status Transformer::attention_block(int layer, int32_t n, KvCache& kv) {
+  const Layer& w = layers_[static_cast<size_t>(layer)];
+  const int64_t e = config_.n_embd;
+  const int64_t hd = config_.head_dim;
+  const int64_t q_dim = static_cast<int64_t>(config_.n_heads) * hd;
+  const int64_t kv_dim = static_cast<int64_t>(config_.n_kv_heads) * hd;
+  Backend& be = backend_;
+  be.rmsnorm(x_, w.attn_norm, xb_, n, e, config_.rms_eps);
+  const MatmulOp qkv[] = {{w.wq.get(), q_}, {w.wk.get(), k_}, {w.wv.get(), v_}};
+  be.matmul(qkv, xb_, n);
+  if (w.bq != nullptr) {
+    be.add_bias(q_, w.bq, n, q_dim);
+    be.add_bias(k_, w.bk, n, kv_dim);
+    be.add_bias(v_, w.bv, n, kv_dim);
+  }
+  if (w.q_norm != nullptr) {  // per-head RMSNorm (Qwen3)
+    be.rmsnorm(q_, w.q_norm, q_, n * config_.n_heads, hd, config_.rms_eps);
+    be.rmsnorm(k_, w.k_norm, k_, n * config_.n_kv_heads, hd, config_.rms_eps);
+  }
+  be.rope(q_, RopeParams{config_.n_heads, config_.head_dim, config_.n_rot, inv_freq_.data(), config_.rope_style});
+  be.rope(k_, RopeParams{config_.n_kv_heads, config_.head_dim, config_.n_rot, inv_freq_.data(), config_.rope_style});
+  be.kv_write(kv, layer, k_, v_);
+  const AttentionShape shape{config_.n_heads, config_.n_kv_heads, config_.head_dim,
+                             1.0f / std::sqrt(static_cast<float>(config_.head_dim))};
+  be.paged_attention(kv, layer, shape, q_, att_);
+  const MatmulOp o[] = {{w.wo.get(), xb_}};
+  be.matmul(o, att_, n);
+  // Row-parallel projection: ranks hold partial sums (tensor parallelism).
+  TESSERA_RETURN_IF_ERROR(comm_.all_reduce_sum(be, xb_, n * e));
+  be.add(x_, xb_, n * e);
+  return {};
+}
+
+Status Transformer::mlp_block(int layer, int32_t n) {
+  const Layer& w = layers_[static_cast<size_t>(layer)];
   const int64_t e = config_.n_embd;
   const int64_t ff = config_.n_ff;
-  for (int32_t t = 0; t < n; ++t) k_.rmsnorm(&x_[t * e], w.ffn_norm.data(), &xb_[t * e], e, config_.rms_eps);
-  const cpu::MatmulTarget gate_up[] = {{w.w_gate, gate_.data()}, {w.w_up, up_.data()}};
-  cpu::matmul_multi(pool_, k_, gate_up, xb_.data(), n, scratch_);
-  for (int32_t t = 0; t < n; ++t) k_.silu_mul(&gate_[t * ff], &up_[t * ff], &gate_[t * ff], ff);
-  cpu::matmul(pool_, k_, w.w_down, gate_.data(), n, xb_.data(), scratch_);
-  for (int64_t i = 0; i < n * e; ++i) x_[static_cast<size_t>(i)] += xb_[static_cast<size_t>(i)];
+  Backend& be = backend_;
+  be.rmsnorm(x_, w.ffn_norm, xb_, n, e, config_.rms_eps);
+  const MatmulOp gate_up[] = {{w.w_gate.get(), gate_}, {w.w_up.get(), up_}};
+  be.matmul(gate_up, xb_, n);
+  be.silu_mul(gate_, up_, gate_, n, ff);
+  const MatmulOp down[] = {{w.w_down.get(), xb_}};
+  be.matmul(down, gate_, n);
+  TESSERA_RETURN_IF_ERROR(comm_.all_reduce_sum(be, xb_, n * e));
+  be.add(x_, xb_, n * e);
+  return {};
 }
 
-Status Transformer::forward(const ForwardBatch& b, cpu::KvBuffer& kv, std::vector<float>& logits) {
+Status Transformer::forward(const ForwardBatch& b, KvCache& kv, std::vector<float>& logits) {
   TESSERA_RETURN_IF_ERROR(validate(b, kv));
   const int32_t n = b.n_tokens();
-  const auto e = static_cast<size_t>(config_.n_embd);
-  const auto q_dim = static_cast<size_t>(config_.n_heads) * static_cast<size_t>(config_.head_dim);
-  const auto kv_dim = static_cast<size_t>(config_.n_kv_heads) * static_cast<size_t>(config_.head_dim);
-  const auto nt = static_cast<size_t>(n);
-  x_.resize(nt * e);
-  xb_.resize(nt * e);
-  q_.resize(nt * q_dim);
-  kk_.resize(nt * kv_dim);
-  vv_.resize(nt * kv_dim);
-  att_.resize(nt * q_dim);
-  gate_.resize(nt * static_cast<size_t>(config_.n_ff));
-  up_.resize(nt * static_cast<size_t>(config_.n_ff));
-
-  const cpu::MatrixView& emb = weights_.token_embd;
-  const size_t emb_row = dtype_row_bytes(emb.dtype, emb.cols);
-  for (size_t t = 0; t < nt; ++t) {
-    const auto* row = static_cast<const uint8_t*>(emb.data) + static_cast<size_t>(b.token_ids[t]) * emb_row;
-    dequantize_row(emb.dtype, row, &x_[t * e], emb.cols);
-  }
+  const auto n_logits = static_cast<int64_t>(b.logits_rows.size());
+  TESSERA_RETURN_IF_ERROR(reserve_activations(n, n_logits));
+  backend_.set_batch(b);
+  backend_.embedding(*token_embd_, x_);
   for (int layer = 0; layer < config_.n_layers; ++layer) {
-    attention_block(layer, b, kv);
-    mlp_block(layer, n);
+    TESSERA_RETURN_IF_ERROR(attention_block(layer, n, kv));
+    TESSERA_RETURN_IF_ERROR(mlp_block(layer, n));
   }
-  const size_t n_logits = b.logits_rows.size();
-  xl_.resize(n_logits * e);
-  for (size_t i = 0; i < n_logits; ++i) {
-    k_.rmsnorm(&x_[static_cast<size_t>(b.logits_rows[i]) * e], weights_.output_norm.data(), &xl_[i * e],
-               static_cast<int64_t>(e), config_.rms_eps);
-  }
-  logits.resize(n_logits * static_cast<size_t>(config_.n_vocab));
+  logits.resize(static_cast<size_t>(n_logits) * static_cast<size_t>(config_.n_vocab));
   if (n_logits > 0) {
-    cpu::matmul(pool_, k_, weights_.output, xl_.data(), static_cast<int64_t>(n_logits), logits.data(), scratch_);
+    backend_.rmsnorm_logits_rows(x_, output_norm_, xl_, config_.n_embd, config_.rms_eps);
+    const MatmulOp head[] = {{output_.get(), logits_}};
+    backend_.matmul(head, xl_, n_logits);
+    backend_.download(logits.data(), logits_, logits.size() * sizeof(float));
+  } else {
+    backend_.synchronize();
   }
   return {};
 }

@@ -1,16 +1,23 @@
 // Transformer: the Llama-family forward pass over a paged KV cache (token
 // embedding, RMSNorm, RoPE, grouped-query attention, SwiGLU MLP, final norm,
-// output head), run as one ragged batched step on the CPU kernels.
-// Touvron et al. 2023 (Llama, arXiv:2302.13971); Ainslie et al. 2023 (GQA).
+// output head), run as one ragged batched step. Touvron et al. 2023 (Llama,
+// arXiv:2302.13971); Ainslie et al. 2023 (GQA).
+//
+// The model graph, written once against the backend contract
+// (backend/backend.h): it decides the order of the ops and where each
+// activation lives in one device buffer it allocates through the backend,
+// and calls the communicator (backend/communicator.h) where a
+// tensor-parallel model sums the partial outputs of its row-parallel
+// projections (attention output, MLP down). It reads no device memory.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
-#include "backend/cpu/kernels.h"
-#include "backend/cpu/kv_buffer.h"
-#include "core/thread_pool.h"
-#include "model/forward_batch.h"
+#include "backend/backend.h"
+#include "backend/communicator.h"
+#include "backend/forward_batch.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
 #include "tessera/status.h"
@@ -19,46 +26,62 @@ namespace tessera {
 
 class Transformer {
  public:
-  // Borrows config, pool, kernels and the memory `weights` views; they must
-  // outlive this object. Matrices that `kernels` reads faster in another
-  // layout (Q4_0 / Q8_0 / Q4_K with tile kernels: cpu::prepare_matrix) are copied
-  // into that layout here, into memory this object owns (parallel on pool).
-  Transformer(const ModelConfig& config, const ModelWeights& weights, ThreadPool& pool, const cpu::Kernels& kernels);
+  // Prepares every weight on `backend` once (Backend::prepare_matrix: the
+  // CPU backend's x16 copy; norms and biases uploaded as f32). Borrows
+  // config, backend and comm, which must outlive the result; `weights` (host
+  // views into the model file) must too, since a backend may keep reading
+  // them. Errors: a weight type the backend cannot run (kUnimplemented,
+  // naming the tensor's type), device memory exhaustion.
+  static Result<std::unique_ptr<Transformer>> create(const ModelConfig& config, const ModelWeights& weights,
+                                                     Backend& backend, Communicator& comm);
+  ~Transformer();
 
   // Runs one step: writes every token's K/V at its slot, then returns the
-  // logits of batch.logits_rows in `logits` ([n_logits, n_vocab], resized).
-  // Rows do not depend on what else is in the batch. Errors
-  // (kInvalidArgument): inconsistent sizes, token ids outside the vocabulary,
-  // positions outside the block table, slots outside the cache.
-  Status forward(const ForwardBatch& batch, cpu::KvBuffer& kv, std::vector<float>& logits);
+  // logits of batch.logits_rows in `logits` ([n_logits, n_vocab], host,
+  // resized). Rows do not depend on what else is in the batch. Errors
+  // (kInvalidArgument): inconsistent sizes, token ids outside the
+  // vocabulary, positions outside the block table, slots outside the cache;
+  // (kResourceExhausted): activation memory.
+  Status forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits);
 
   // Checks a batch against this model and `kv` without running it.
-  Status validate(const ForwardBatch& batch, const cpu::KvBuffer& kv) const;
+  Status validate(const ForwardBatch& batch, const KvCache& kv) const;
 
   const ModelConfig& config() const { return config_; }
+  Backend& backend() { return backend_; }
 
  private:
-  void attention_block(int layer, const ForwardBatch& batch, cpu::KvBuffer& kv);
-  void mlp_block(int layer, int32_t n);
+  struct Layer;
+  Transformer(const ModelConfig& config, Backend& backend, Communicator& comm);
+  Status reserve_activations(int64_t n_tokens, int64_t n_logits);
+  Status attention_block(int layer, int32_t n, KvCache& kv);
+  Status mlp_block(int layer, int32_t n);
 
   const ModelConfig& config_;
-  ModelWeights weights_;                        // the model's views, matrices replaced by prepared copies
-  std::vector<std::vector<uint8_t>> prepared_;  // owns the prepared copies
-  ThreadPool& pool_;
-  const cpu::Kernels& k_;
-  std::vector<float> inv_freq_;  // [n_rot / 2]
+  Backend& backend_;
+  Communicator& comm_;
+  std::vector<float> inv_freq_;  // [n_rot / 2] (host; RopeParams)
 
-  // Activations, resized per step.
-  std::vector<float> x_;          // [n_tokens, n_embd] residual stream
-  std::vector<float> xb_;         // [n_tokens, n_embd] normed input / projection output
-  std::vector<float> q_;          // [n_tokens, n_heads * head_dim]
-  std::vector<float> kk_;         // [n_tokens, n_kv_heads * head_dim]
-  std::vector<float> vv_;         // [n_tokens, n_kv_heads * head_dim]
-  std::vector<float> att_;        // [n_tokens, n_heads * head_dim]
-  std::vector<float> gate_;       // [n_tokens, n_ff]
-  std::vector<float> up_;         // [n_tokens, n_ff]
-  std::vector<float> xl_;         // [n_logits, n_embd]
-  std::vector<uint8_t> scratch_;  // quantized activations for matmul
+  // Prepared weights.
+  std::unique_ptr<DeviceMatrix> token_embd_;  // [n_vocab, n_embd], file layout
+  std::unique_ptr<DeviceMatrix> output_;      // [n_vocab, n_embd]
+  std::vector<Layer> layers_;
+  std::unique_ptr<DeviceBuffer> vectors_;  // every norm weight and bias, f32
+  const float* output_norm_ = nullptr;     // [n_embd], in vectors_
+
+  // Activations: one device buffer, regions assigned per step by
+  // reserve_activations (device pointers into act_).
+  std::unique_ptr<DeviceBuffer> act_;
+  float* x_ = nullptr;       // [n_tokens, n_embd] residual stream
+  float* xb_ = nullptr;      // [n_tokens, n_embd] normed input / projection output
+  float* q_ = nullptr;       // [n_tokens, n_heads * head_dim]
+  float* k_ = nullptr;       // [n_tokens, n_kv_heads * head_dim]
+  float* v_ = nullptr;       // [n_tokens, n_kv_heads * head_dim]
+  float* att_ = nullptr;     // [n_tokens, n_heads * head_dim]
+  float* gate_ = nullptr;    // [n_tokens, n_ff]
+  float* up_ = nullptr;      // [n_tokens, n_ff]
+  float* xl_ = nullptr;      // [n_logits, n_embd]
+  float* logits_ = nullptr;  // [n_logits, n_vocab]
 };
 
 }  // namespace tessera

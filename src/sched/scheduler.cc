@@ -74,7 +74,7 @@ SchedulerOutput Scheduler::schedule() {
         break;
       }
     }
-    if (preempted_self) continue;  // running_[i] is now the next sequence
+    if (preempted_self) continue;                       // running_[i] is now the next sequence
     (void)kv_.allocate(s->table, s->num_computed + n);  // cannot fail: checked above
     out.scheduled.push_back({s, static_cast<int32_t>(n), s->num_computed + n == s->num_tokens()});
     budget -= n;
@@ -84,7 +84,7 @@ SchedulerOutput Scheduler::schedule() {
   while (out.preempted.empty() && !waiting_.empty() && budget > 0 &&
          static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
     SeqSlot* s = waiting_.front();
-    if (s->table.blocks().empty() && s->num_computed == 0) {
+    if (s->use_prefix_cache && s->table.blocks().empty() && s->num_computed == 0) {
       s->num_computed = kv_.match_prefix(*s->tokens, s->table, s->block_hashes);
       if (!s->ever_scheduled) s->num_cached = s->num_computed;
     }

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "backend/cpu/kernels.h"
 #include "engine/generator.h"
 #include "model/model_test_util.h"
 #include "sample/sampler.h"
@@ -17,8 +16,7 @@ namespace {
 
 // Logits of every position of `ids` with a KV cache of `dtype`: [n, n_vocab].
 std::vector<float> all_logits(const Model& m, const std::vector<int32_t>& ids, KvDtype dtype) {
-  ThreadPool pool(2);
-  auto gen = Generator::create(m, pool, cpu::kernels(), 0, static_cast<int64_t>(ids.size()) + 16, dtype);
+  auto gen = Generator::create(m, testing::cpu_backend(2), 0, static_cast<int64_t>(ids.size()) + 16, dtype);
   EXPECT_TRUE(gen.ok());
   return gen.ok() ? testing::all_logits(**gen, ids) : std::vector<float>{};
 }
@@ -77,8 +75,7 @@ TEST(KvDtypeQuality, Stories260K) {
   auto m = Model::load(path);
   ASSERT_TRUE(m.ok());
   // A few hundred positions of the model's own text.
-  ThreadPool pool(2);
-  auto gen = Generator::create(**m, pool, cpu::kernels(), 0, 512);
+  auto gen = Generator::create(**m, testing::cpu_backend(2), 0, 512);
   ASSERT_TRUE(gen.ok());
   GenerationOptions opts;
   opts.max_tokens = 300;

@@ -7,23 +7,21 @@
 #include "model/convert_hf.h"
 
 #include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
+#include <nlohmann/json.hpp>
 
-#include "backend/cpu/kernels.h"
 #include "core/quant_ref.h"
 #include "engine/generator.h"
 #include "formats/gguf_reader.h"
 #include "formats/safetensors.h"
-#include "kv/block_table.h"
-#include "sample/sampler.h"
-#include "model_test_util.h"
 #include "hf_reference.h"
+#include "kv/block_table.h"
+#include "model_test_util.h"
+#include "sample/sampler.h"
 #include "test_support.h"
 #include "tokenizer/byte_unicode.h"
 
@@ -32,7 +30,6 @@ namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
-
 
 // A per-test temporary directory, removed afterwards.
 class TempDir {
@@ -81,8 +78,7 @@ TEST_P(ConvertFixture, F32GgufMatchesTransformersReference) {
   ASSERT_NE(model->gguf(), nullptr);
   EXPECT_FALSE(model->has_tokenizer());  // the fixtures have no tokenizer.json
   const auto nv = static_cast<size_t>(model->config().n_vocab);
-  ThreadPool pool(2);
-  auto gen = Generator::create(*model, pool, cpu::kernels(), 0, 256, KvDtype::kF32);
+  auto gen = Generator::create(*model, testing::cpu_backend(2), 0, 256, KvDtype::kF32);
   ASSERT_TRUE(gen.ok());
   const bool bf16 = GetParam() == "llama_gqa_bf16";
   for (const testing::HfReference& r : testing::load_hf_reference(ref_path)) {
@@ -127,8 +123,7 @@ TEST(ConvertHf, F16AndQ8ArgmaxOfFirstPositions) {
     }
     EXPECT_EQ(model->gguf()->get_int("general.file_type").value(), static_cast<int64_t>(gguf_file_type(dtype)));
     const auto nv = static_cast<size_t>(model->config().n_vocab);
-    ThreadPool pool(2);
-    auto gen = Generator::create(*model, pool, cpu::kernels(), 0, 256, KvDtype::kF32);
+    auto gen = Generator::create(*model, testing::cpu_backend(2), 0, 256, KvDtype::kF32);
     ASSERT_TRUE(gen.ok());
     for (const testing::HfReference& r : testing::load_hf_reference(ref_path)) {
       const auto logits = testing::all_logits(**gen, r.input_ids);
@@ -221,7 +216,7 @@ std::string tiny_byte_level_tokenizer_json() {
   int next = 0;
   for (int b = 0; b < 256; ++b) vocab[std::string(byte_unicode::byte_to_utf8(static_cast<uint8_t>(b)))] = next++;
   const std::vector<std::pair<std::string, std::string>> merges = {
-      {"\u0120", "t"}, {"h", "e"}, {"\u0120t", "he"}, {"i", "n"}, {"\u0120", "w"}, {"o", "r"},
+      {"\u0120", "t"}, {"h", "e"},        {"\u0120t", "he"},   {"i", "n"}, {"\u0120", "w"}, {"o", "r"},
       {"l", "d"},      {"\u0120w", "or"}, {"\u0120wor", "ld"}, {"e", "r"}, {"\u0120", "a"}, {"in", "g"}};
   json merge_list = json::array();
   for (const auto& [l, r] : merges) {
@@ -233,12 +228,18 @@ std::string tiny_byte_level_tokenizer_json() {
       {"version", "1.0"},
       {"added_tokens", json::array({{{"id", eot}, {"content", "<|endoftext|>"}, {"special", true}}})},
       {"normalizer", nullptr},
-      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}},
+      {"pre_tokenizer",
+       {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}},
       {"post_processor", nullptr},
       {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
       {"model",
-       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"fuse_unk", false}, {"byte_fallback", false},
-        {"vocab", vocab}, {"merges", merge_list}}},
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"vocab", vocab},
+        {"merges", merge_list}}},
   };
   return j.dump();
 }
@@ -272,8 +273,8 @@ TEST(ConvertHf, ByteLevelTokenizerRoundTrips) {
   const Tokenizer& b = model->tokenizer();
   EXPECT_EQ(b.eos_id(), a.eos_id());
   EXPECT_EQ(b.add_bos(), a.add_bos());
-  for (const char* text : {"the world is turning", " the  weather\n\nwording 123!", "naïve 日本 <|endoftext|> the",
-                           "I'm ringing"}) {
+  for (const char* text :
+       {"the world is turning", " the  weather\n\nwording 123!", "naïve 日本 <|endoftext|> the", "I'm ringing"}) {
     EXPECT_EQ(b.encode(text, true, true), a.encode(text, true, true)) << text;
     EXPECT_EQ(b.decode(b.encode(text, false)), text);
   }

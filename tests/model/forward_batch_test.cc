@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backend/cpu/kernels.h"
 #include "engine/generator.h"
 #include "kv/block_table.h"
 #include "model_test_util.h"
@@ -31,10 +30,9 @@ std::vector<int32_t> tokens_for(int seq, int len, int n_vocab) {
 }
 
 struct Harness {
-  ThreadPool pool{2};
   std::unique_ptr<Generator> gen;
   explicit Harness(const Model& m, Isa isa = best_isa()) {
-    auto g = Generator::create(m, pool, cpu::kernels_for(isa), 0, 1024);
+    auto g = Generator::create(m, testing::cpu_backend(2, isa), 0, 1024);
     EXPECT_TRUE(g.ok());
     gen = std::move(g).value();
   }
@@ -76,7 +74,8 @@ void check_batch_equals_alone(const Model& m) {
   }
   std::reverse(tables.begin(), tables.end());
   ForwardBatch b;
-  for (size_t s = 0; s < lens.size(); ++s) append_seq(b, tokens_for(static_cast<int>(s), lens[s], n_vocab), 0, lens[s], tables[s]);
+  for (size_t s = 0; s < lens.size(); ++s)
+    append_seq(b, tokens_for(static_cast<int>(s), lens[s], n_vocab), 0, lens[s], tables[s]);
   std::vector<float> logits;
   ASSERT_TRUE(h.gen->transformer().forward(b, h.gen->kv(), logits).ok());
   size_t row = 0;

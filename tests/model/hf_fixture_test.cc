@@ -3,24 +3,21 @@
 // in float32 (../shared/fixtures/hf/<name>/reference.json).
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
-#include "backend/cpu/kernels.h"
 #include "engine/generator.h"
-#include "kv/block_table.h"
-#include "sample/sampler.h"
-#include "model_test_util.h"
 #include "hf_reference.h"
+#include "kv/block_table.h"
+#include "model_test_util.h"
+#include "sample/sampler.h"
 #include "test_support.h"
 
 namespace tessera {
 namespace {
 
 using nlohmann::json;
-
 
 class HfFixture : public ::testing::TestWithParam<std::string> {};
 
@@ -36,7 +33,7 @@ TEST_P(HfFixture, MatchesTransformersReference) {
     SCOPED_TRACE(isa_name(isa));
     ThreadPool pool(2);
     // An f32 KV cache: the reference is float32 throughout (f16 K/V alone moves logits by ~1e-3).
-    auto gen = Generator::create(**model, pool, cpu::kernels_for(isa), 0, 256, KvDtype::kF32);
+    auto gen = Generator::create(**model, testing::cpu_backend(pool.size(), isa), 0, 256, KvDtype::kF32);
     ASSERT_TRUE(gen.ok());
     for (const testing::HfReference& r : refs) {
       const auto logits = testing::all_logits(**gen, r.input_ids);
@@ -46,7 +43,8 @@ TEST_P(HfFixture, MatchesTransformersReference) {
         EXPECT_EQ(argmax(row), r.argmax_per_position[p]) << "position " << p;
         double sum = 0;
         for (float v : row) sum += v;
-        EXPECT_NEAR(sum, r.logits_rows_sum[p], 1e-3 * std::max(1.0, std::fabs(r.logits_rows_sum[p]))) << "position " << p;
+        EXPECT_NEAR(sum, r.logits_rows_sum[p], 1e-3 * std::max(1.0, std::fabs(r.logits_rows_sum[p])))
+            << "position " << p;
       }
       const float* last = &logits[(r.input_ids.size() - 1) * nv];
       for (size_t i = 0; i < nv; ++i) ASSERT_NEAR(last[i], r.last_logits[i], 1e-3) << "logit " << i;
@@ -64,8 +62,7 @@ TEST(HfFixtureBf16, GreedyAgreesWithF32ReferenceForEightTokens) {
   auto model = Model::load(testing::shared_path("fixtures/hf/llama_gqa_bf16"));
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   EXPECT_EQ((*model)->weights().layers[0].wq.dtype, DType::kBF16);
-  ThreadPool pool(2);
-  auto gen = Generator::create(**model, pool, cpu::kernels(), 0, 256);
+  auto gen = Generator::create(**model, testing::cpu_backend(2), 0, 256);
   ASSERT_TRUE(gen.ok());
   for (const testing::HfReference& r : testing::load_hf_reference(ref_path)) {
     const auto got = testing::greedy(**gen, r.input_ids, 8);

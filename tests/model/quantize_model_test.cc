@@ -1,23 +1,25 @@
 // tessera quantize's logic (model/quantize_model.h): scheme names and
 // per-tensor types, fallbacks, metadata copying, the written file loading
 // and running, and load-time quantization.
+#include "model/quantize_model.h"
+
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
-#include <unistd.h>
 
-#include "backend/cpu/kernels.h"
 #include "engine/generator.h"
 #include "formats/gguf_reader.h"
-#include "model/quantize_model.h"
 #include "model/random_model.h"
+#include "test_support.h"
 
 namespace tessera {
 namespace {
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("tessera_quant_" + name + "_" + std::to_string(::getpid()) + ".gguf"))
+  return (std::filesystem::temp_directory_path() /
+          ("tessera_quant_" + name + "_" + std::to_string(::getpid()) + ".gguf"))
       .string();
 }
 
@@ -40,7 +42,7 @@ TEST(QuantScheme, NamesAndMixTypes) {
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(quant_scheme_tensor_type(*m, "output.weight", 8), DType::kQ6_K);
   EXPECT_EQ(quant_scheme_tensor_type(*m, "token_embd.weight", 8), DType::kQ4_K);
-  EXPECT_EQ(quant_scheme_tensor_type(*m, "blk.0.attn_v.weight", 8), DType::kQ6_K);   // first eighth
+  EXPECT_EQ(quant_scheme_tensor_type(*m, "blk.0.attn_v.weight", 8), DType::kQ6_K);  // first eighth
   EXPECT_EQ(quant_scheme_tensor_type(*m, "blk.1.attn_v.weight", 8), DType::kQ4_K);
   EXPECT_EQ(quant_scheme_tensor_type(*m, "blk.3.ffn_down.weight", 8), DType::kQ6_K);  // (3 - 1) % 3 == 2
   EXPECT_EQ(quant_scheme_tensor_type(*m, "blk.7.ffn_down.weight", 8), DType::kQ6_K);  // last eighth
@@ -67,11 +69,11 @@ TEST(QuantizeModel, Q4_K_MFileLoadsAndRuns) {
   const std::string in = temp_path("in"), out = temp_path("out");
   ASSERT_TRUE(write_random_model(k_shape(), DType::kF32, 3, pool, in).ok());
   int calls = 0;
-  auto summary = quantize_model(in, out, *quant_scheme_from_name("q4_k_m"), pool,
-                                [&](int done, int total, const std::string&) {
-                                  EXPECT_EQ(done, ++calls);
-                                  EXPECT_GE(total, done);
-                                });
+  auto summary =
+      quantize_model(in, out, *quant_scheme_from_name("q4_k_m"), pool, [&](int done, int total, const std::string&) {
+        EXPECT_EQ(done, ++calls);
+        EXPECT_GE(total, done);
+      });
   ASSERT_TRUE(summary.ok()) << summary.status().to_string();
   EXPECT_EQ(calls, summary->n_tensors);
   EXPECT_TRUE(summary->notes.empty());
@@ -94,7 +96,7 @@ TEST(QuantizeModel, Q4_K_MFileLoadsAndRuns) {
   EXPECT_EQ((*loadq)->weights().output.dtype, DType::kQ8_0);
   const std::vector<int32_t> prompt = {1, 300, 301, 302, 303};
   auto logits = [&](const Model& m) {
-    auto g = Generator::create(m, pool, cpu::kernels(), 0, 64, KvDtype::kF32);
+    auto g = Generator::create(m, testing::cpu_backend(pool.size()), 0, 64, KvDtype::kF32);
     EXPECT_TRUE(g.ok());
     auto r = (*g)->prefill_logits(prompt, 8);
     EXPECT_TRUE(r.ok());

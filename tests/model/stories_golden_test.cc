@@ -1,7 +1,6 @@
 // Golden test on a real trained model: stories260K (TinyStories Llama).
 #include <gtest/gtest.h>
 
-#include "backend/cpu/kernels.h"
 #include "engine/generator.h"
 #include "test_support.h"
 
@@ -17,8 +16,7 @@ TEST(Stories260K, GreedyContinuationMatchesReference) {
   ASSERT_EQ(prompt, (std::vector<int32_t>{1, 403, 407, 261, 378}));
   for (Isa isa : supported_isas()) {
     SCOPED_TRACE(isa_name(isa));
-    ThreadPool pool(2);
-    auto gen = Generator::create(m, pool, cpu::kernels_for(isa), 0, 256);
+    auto gen = Generator::create(m, testing::cpu_backend(2, isa), 0, 256);
     ASSERT_TRUE(gen.ok());
     GenerationOptions opts;
     opts.max_tokens = 64;
@@ -42,8 +40,7 @@ TEST(Stories260K, PromptLongerThanContextIsAnError) {
   TESSERA_REQUIRE_SHARED_FILE(path, "models/stories260K.gguf");
   auto model = Model::load(path);
   ASSERT_TRUE(model.ok());
-  ThreadPool pool(1);
-  auto gen = Generator::create(**model, pool, cpu::kernels(), 0, 32);
+  auto gen = Generator::create(**model, testing::cpu_backend(1), 0, 32);
   ASSERT_TRUE(gen.ok());
   std::vector<int32_t> prompt(40, 300);
   auto result = (*gen)->generate(prompt, {}, [](const StreamEvent&) { return true; });

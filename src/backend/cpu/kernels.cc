@@ -1,8 +1,5 @@
 #include "backend/cpu/kernels.h"
 
-#include <cstdlib>
-#include <string_view>
-
 #include "backend/cpu/kernels_internal.h"
 #include "core/check.h"
 
@@ -26,15 +23,15 @@ const Kernels& kernels_for(Isa isa) {
 }
 
 const Kernels& kernels() {
-  // TESSERA_TILED_GEMM=0 drops the tile kernels (matmul then computes one dot
-  // product per (row, token), the pre-tiling path), for side-by-side benchmarks.
-  static const Kernels k = [] {
-    Kernels t = kernels_for(best_isa());
-    const char* env = std::getenv("TESSERA_TILED_GEMM");
-    if (env != nullptr && std::string_view(env) == "0") t.gemm = nullptr;
-    return t;
-  }();
-  return k;
+  return kernels_for(best_isa());
+}
+
+Kernels kernels_with(Isa isa, bool tile_kernels, int decode_streams) {
+  TESSERA_CHECK(decode_streams >= 1 && decode_streams <= kMaxDecodeStreams);
+  Kernels t = kernels_for(isa);
+  if (!tile_kernels) t.gemm = nullptr;
+  t.decode_streams = decode_streams;
+  return t;
 }
 
 }  // namespace tessera::cpu

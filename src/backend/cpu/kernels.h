@@ -11,13 +11,11 @@
 #include "backend/cpu/gemm.h"
 #include "core/cpu_features.h"
 #include "core/dtype.h"
+#include "core/rope_style.h"
 
 namespace tessera::cpu {
 
-// Rotary embedding pairing (RoFormer, arXiv:2104.09864). kNorm rotates
-// adjacent pairs (x[2i], x[2i+1]) as GGUF Llama files store Q/K; kNeox rotates
-// (x[i], x[i + n_rot/2]) as Hugging Face / GPT-NeoX checkpoints do.
-enum class RopeStyle { kNorm, kNeox };
+using tessera::RopeStyle;  // core/rope_style.h
 
 // Weight rows per Kernels::dot_rows_* call.
 inline constexpr int kDotRows = 4;
@@ -125,12 +123,23 @@ struct Kernels {
   // Register-tiled products that matmul uses instead of the dot products
   // above for F32/F16/BF16/Q8_0/Q4_0 weights; null on ISAs without them.
   const GemmKernels* gemm;
+  // Not a kernel: how many row streams each thread walks at once for decode
+  // (matmul.cc, decode_streams), 1..kMaxDecodeStreams. 1 keeps the previous
+  // schedule (one stream per thread over a static share), for side-by-side
+  // runs. Set from CpuBackendOptions; results do not depend on it.
+  int decode_streams;
 };
+
+inline constexpr int kDefaultDecodeStreams = 4;
+inline constexpr int kMaxDecodeStreams = 4;
 
 // The table for `isa`; isa must be in supported_isas().
 const Kernels& kernels_for(Isa isa);
-// kernels_for(best_isa()), without the tile kernels (gemm = nullptr) when the
-// environment sets TESSERA_TILED_GEMM=0.
+// kernels_for(best_isa()).
 const Kernels& kernels();
+
+// kernels_for(isa) with the schedule switches applied: without the tile
+// kernels (gemm = nullptr) when !tile_kernels, and decode_streams streams.
+Kernels kernels_with(Isa isa, bool tile_kernels, int decode_streams);
 
 }  // namespace tessera::cpu

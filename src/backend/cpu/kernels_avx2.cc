@@ -419,6 +419,7 @@ const Kernels& avx2_kernels() {
       .sum_f32 = sum_f32,
       .quant = &kQuantAvx2,
       .gemm = nullptr,
+      .decode_streams = kDefaultDecodeStreams,
   };
   return k;
 }

@@ -568,6 +568,7 @@ const Kernels& avx512_kernels() {
       .sum_f32 = sum_f32,
       .quant = &kQuantAvx512,
       .gemm = &kGemmAvx512,
+      .decode_streams = kDefaultDecodeStreams,
   };
   return k;
 }

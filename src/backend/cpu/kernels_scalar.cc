@@ -175,6 +175,7 @@ const Kernels& scalar_kernels() {
       .sum_f32 = sum_f32,
       .quant = &kQuantScalar,
       .gemm = nullptr,
+      .decode_streams = kDefaultDecodeStreams,
   };
   return k;
 }

@@ -9,18 +9,19 @@
 #include <cstdint>
 #include <memory>
 
+#include "backend/backend.h"
 #include "backend/cpu/kernels.h"
 #include "kv/kv_cache_spec.h"
 #include "tessera/status.h"
 
 namespace tessera::cpu {
 
-class KvBuffer {
+class KvBuffer final : public KvCache {
  public:
   // Allocates spec.total_bytes(). Errors: allocation failure (kResourceExhausted).
   static Result<std::unique_ptr<KvBuffer>> create(const KvCacheSpec& spec);
 
-  const KvCacheSpec& spec() const { return spec_; }
+  const KvCacheSpec& spec() const override { return spec_; }
   // Row of slot `slot` in layer `layer`: n_kv_heads head rows of
   // kv_head_bytes(spec().dtype, head_dim) bytes each.
   void* k(int layer, int64_t slot) { return k_.get() + offset(layer, slot); }

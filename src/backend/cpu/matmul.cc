@@ -37,7 +37,7 @@ constexpr size_t kTileBytes = 192 * 1024;
 constexpr int64_t kRowGranule = 16;
 
 // Decode (one token) streams every weight row once from DRAM. A chunk of
-// rows [r_begin, r_end) is cut into up to decode_stream_count() equal
+// rows [r_begin, r_end) is cut into up to k.decode_streams equal
 // sub-ranges walked together, one tile of rows spaced a sub-range apart per
 // step: several independent sequential streams keep more memory requests in
 // flight than one (as the bandwidth probe's streams do). On Zen 4 four
@@ -48,27 +48,13 @@ constexpr int64_t kRowGranule = 16;
 constexpr int64_t kMaxStreams = 4;
 constexpr int64_t kMinStreamRows = 16;  // shorter sub-ranges are not worth a stream
 
-// kMaxStreams, or TESSERA_DECODE_STREAMS=1..4 (1: the previous schedule, one
-// stream per thread over a static share of the rows; for side-by-side runs).
-int decode_stream_count() {
-  static const int n = [] {
-    const char* env = std::getenv("TESSERA_DECODE_STREAMS");
-    // Only "1".."4"; anything else (the CLI refuses it) keeps the default.
-    if (env == nullptr || env[0] < '1' || env[0] > '0' + kMaxStreams || env[1] != '\0') {
-      return static_cast<int>(kMaxStreams);
-    }
-    return env[0] - '0';
-  }();
-  return n;
-}
-
 template <typename WT, typename XT, typename TileFn>
 void decode_streams(TileFn tile, int max_rows, const uint8_t* w, size_t w_row_bytes, const XT* x, int64_t cols,
-                    float* y, int64_t r_begin, int64_t r_end) {
+                    float* y, int64_t r_begin, int64_t r_end, int n_streams) {
   auto row = [&](int64_t r) { return reinterpret_cast<const WT*>(w + static_cast<size_t>(r) * w_row_bytes); };
   const auto ws = static_cast<int64_t>(w_row_bytes);
   const int64_t n = r_end - r_begin;
-  const auto streams = static_cast<int>(std::min<int64_t>({max_rows, decode_stream_count(), n / kMinStreamRows}));
+  const auto streams = static_cast<int>(std::min<int64_t>({max_rows, n_streams, kMaxStreams, n / kMinStreamRows}));
   int64_t r = r_begin;
   if (streams > 1) {
     const int64_t len = n / streams;
@@ -91,9 +77,9 @@ template <typename WT, typename XT>
 void compute_rows(float (*dot)(const WT*, const XT*, int64_t),
                   void (*dot_rows)(const WT*, int64_t, const XT*, int64_t, float*), const uint8_t* w,
                   size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, int64_t cols, int64_t rows,
-                  int64_t n_tokens, float* y, int64_t r_begin, int64_t r_end, bool group_rows) {
+                  int64_t n_tokens, float* y, int64_t r_begin, int64_t r_end, bool group_rows, int n_streams) {
   const auto stride = static_cast<int64_t>(w_row_bytes);
-  if (n_tokens == 1 && dot_rows != nullptr && decode_stream_count() > 1) {
+  if (n_tokens == 1 && dot_rows != nullptr && n_streams > 1) {
     // Decode: kDotRows rows a sub-range apart per call (decode_streams).
     auto rows_fn = [&](const WT* wr, int64_t ws, int nr, const XT* xt, int64_t, int, int64_t n, float* out, int64_t) {
       if (nr == kDotRows) {
@@ -104,7 +90,8 @@ void compute_rows(float (*dot)(const WT*, const XT*, int64_t),
         out[r] = dot(reinterpret_cast<const WT*>(reinterpret_cast<const uint8_t*>(wr) + r * ws), xt, n);
       }
     };
-    decode_streams<WT>(rows_fn, kDotRows, w, w_row_bytes, reinterpret_cast<const XT*>(x), cols, y, r_begin, r_end);
+    decode_streams<WT>(rows_fn, kDotRows, w, w_row_bytes, reinterpret_cast<const XT*>(x), cols, y, r_begin, r_end,
+                       n_streams);
     return;
   }
   const int64_t tile =
@@ -133,18 +120,19 @@ uint8_t* aligned_scratch(std::vector<uint8_t>& scratch, size_t bytes) {
 }
 
 // The tiled path (k.gemm): a single token goes through decode_streams;
-// otherwise (and for TESSERA_DECODE_STREAMS=1) rows in L2-sized chunks per thread, inside a chunk tokens in
+// otherwise (and for k.decode_streams == 1) rows in L2-sized chunks per thread, inside a chunk tokens in
 // groups of `tile_tokens` and rows in groups of `tile_rows`, each
 // (rows × tokens) tile one kernel call over the whole reduction.
 template <typename WT, typename XT, typename TileFn>
 void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, const uint8_t* w, size_t w_row_bytes, const uint8_t* x,
                 size_t x_row_bytes, int64_t cols, int64_t rows, int64_t n_tokens, float* y, int64_t r_begin,
-                int64_t r_end) {
-  if (n_tokens == 1 && decode_stream_count() > 1) {
-    decode_streams<WT>(tile, tile_rows, w, w_row_bytes, reinterpret_cast<const XT*>(x), cols, y, r_begin, r_end);
+                int64_t r_end, int n_streams) {
+  if (n_tokens == 1 && n_streams > 1) {
+    decode_streams<WT>(tile, tile_rows, w, w_row_bytes, reinterpret_cast<const XT*>(x), cols, y, r_begin, r_end,
+                       n_streams);
     return;
   }
-  // TESSERA_DECODE_STREAMS=1 keeps the previous decode exactly: quantized
+  // decode_streams == 1 keeps the previous decode exactly: quantized
   // rows one at a time, float rows in tiles of adjacent rows.
   if (n_tokens == 1 && !std::is_same_v<XT, float>) tile_rows = 1;
   const int64_t chunk =
@@ -270,27 +258,27 @@ void compute_matrix_rows(const Kernels& k, bool tiled, const MatrixView& w, cons
     switch (w.dtype) {
       case DType::kQ8_0:
         tiled_rows<uint8_t, PackedQ8x16Group>(g.tile_q8_0, g.quant_rows, g.quant_tokens, wb, w_row_bytes, x.data,
-                                              x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+                                              x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
       case DType::kQ4_0:
         tiled_rows<uint8_t, PackedQ8x16Group>(g.tile_q4_0, g.quant_rows, g.quant_tokens, wb, w_row_bytes, x.data,
-                                              x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+                                              x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
       case DType::kQ4_K:
         tiled_rows<uint8_t, PackedQ8KGroup>(g.tile_q4_k, g.quant_rows, g.quant_tokens, wb, w_row_bytes, x.data,
-                                            x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+                                            x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
       case DType::kF32:
         tiled_rows<float, float>(g.tile_f32, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols,
-                                 rows, n_tokens, y, r0, r1);
+                                 rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
       case DType::kF16:
         tiled_rows<uint16_t, float>(g.tile_f16, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes,
-                                    cols, rows, n_tokens, y, r0, r1);
+                                    cols, rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
       default:
         tiled_rows<uint16_t, float>(g.tile_bf16, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes,
-                                    cols, rows, n_tokens, y, r0, r1);
+                                    cols, rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
     }
   }
@@ -304,7 +292,8 @@ void compute_matrix_rows(const Kernels& k, bool tiled, const MatrixView& w, cons
                                 w.dtype == DType::kQ5_K || w.dtype == DType::kQ6_K || !quantized;
   const bool group_rows = multi_row_kernel && (!quantized || n_tokens > 1);
   auto run = [&](auto dot, auto dot_rows) {
-    compute_rows(dot, dot_rows, wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1, group_rows);
+    compute_rows(dot, dot_rows, wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1, group_rows,
+                 k.decode_streams);
   };
   // Formats without a multi-row kernel: one dot product per row.
   auto run_single = [&](auto dot) {
@@ -378,7 +367,7 @@ void matmul_multi(ThreadPool& pool, const Kernels& k, std::span<const MatmulTarg
   int64_t total = 0;
   for (const MatmulTarget& t : targets) total += std::max<int64_t>(0, t.w.rows);
   // One parallel region over the rows of all matrices, as if stacked.
-  const bool dynamic = n_tokens == 1 && decode_stream_count() > 1;
+  const bool dynamic = n_tokens == 1 && k.decode_streams > 1;
   for_row_chunks(pool, total, dynamic, [&](int64_t g0, int64_t g1) {
     int64_t offset = 0;
     for (const MatmulTarget& t : targets) {

@@ -10,23 +10,15 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kv_buffer.h"
+#include "backend/forward_batch.h"
+#include "backend/op_params.h"
 #include "core/thread_pool.h"
 
 namespace tessera::cpu {
 
-// One sequence's rows in a ragged batch.
-struct AttentionSeq {
-  int32_t token_begin = 0;               // first row in the flat batch
-  int32_t n_tokens = 0;                  // rows of this sequence in the batch
-  std::span<const int32_t> block_table;  // the sequence's KV blocks, in position order
-};
+using tessera::AttentionSeq;  // backend/forward_batch.h
 
-struct AttentionShape {
-  int32_t n_heads = 0;     // query heads
-  int32_t n_kv_heads = 0;  // key/value heads; n_heads % n_kv_heads == 0 (MHA, GQA, MQA)
-  int32_t head_dim = 0;
-  float scale = 1.0f;  // usually 1 / sqrt(head_dim)
-};
+using tessera::AttentionShape;  // backend/op_params.h
 
 // out[t] = softmax(q[t] · Kᵀ · scale) · V over cache positions 0..positions[t]
 // of token t's sequence; keys and values of those positions (this step's

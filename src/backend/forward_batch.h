@@ -1,15 +1,24 @@
 // ForwardBatch: the input of one ragged forward step. Tokens of any number of
 // sequences are flattened into [n_tokens]; prefill (many tokens of one
 // sequence), decode (one token each of many) and mixtures are the same call.
+// Host memory; a backend stages it on its device with Backend::set_batch.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "backend/cpu/paged_attention.h"
+#include <span>
+
 #include "kv/block_table.h"
 
 namespace tessera {
+
+// One sequence's rows in a ragged batch.
+struct AttentionSeq {
+  int32_t token_begin = 0;               // first row in the flat batch
+  int32_t n_tokens = 0;                  // rows of this sequence in the batch
+  std::span<const int32_t> block_table;  // the sequence's KV blocks, in position order (borrowed)
+};
 
 struct ForwardBatch {
   std::vector<int32_t> token_ids;     // [n_tokens]
@@ -17,7 +26,7 @@ struct ForwardBatch {
   std::vector<int64_t> slot_mapping;  // [n_tokens] KV slot each token's K/V is written to
   // Each sequence's rows (contiguous, in position order) and block table; the
   // block table must cover every position up to the sequence's last token.
-  std::vector<cpu::AttentionSeq> seqs;
+  std::vector<AttentionSeq> seqs;
   std::vector<int32_t> logits_rows;   // [n_logits] rows whose logits are returned, in this order
 
   int32_t n_tokens() const { return static_cast<int32_t>(token_ids.size()); }

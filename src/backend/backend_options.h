@@ -1,0 +1,27 @@
+// BackendOptions: which backend runs the model and its switches. Passed from
+// the CLI (flags, and the TESSERA_* environment aliases it reads) or an
+// embedding program; the library reads no environment variable itself.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/cpu_features.h"
+
+namespace tessera {
+
+struct BackendOptions {
+  std::string device = "cpu";  // a name from backend_names() (backend/registry.h)
+  int threads = 1;             // CPU threads (the caller's included), >= 1
+  // CPU: the SIMD path; nullopt = the best this CPU supports (best_isa()).
+  // One the CPU lacks is an error at create time.
+  std::optional<Isa> isa;
+  // CPU: use the register-tiled kernels and the x16 weight layout where the
+  // ISA has them (AVX-512 VNNI). Off: one dot product per (row, token).
+  bool tile_kernels = true;
+  // CPU: concurrent row streams per thread for decode, 1..4 (1 = one
+  // stream over a static share of rows).
+  int decode_streams = 4;
+};
+
+}  // namespace tessera

@@ -1,0 +1,49 @@
+// The communicator seam for running one model across ranks: tensor
+// parallelism (Megatron-LM, Shoeybi et al. 2019, arXiv:1909.08053) sums the
+// partial outputs of row-parallel projections with all_reduce and collects
+// vocabulary shards with all_gather; pipeline parallelism (GPipe, Huang et al.
+// 2019) sends activations between stages with send/recv; rank 0 broadcasts
+// each step's batch. The semantics follow the MPI standard's collectives
+// (MPI_Allreduce with MPI_SUM, MPI_Allgather, MPI_Bcast, MPI_Send/MPI_Recv).
+//
+// Buffers are device addresses of `backend` (backend/backend.h): an
+// implementation over host MPI downloads/uploads through the backend, one over
+// NCCL passes device pointers directly. Every call is collective over all
+// ranks of the communicator unless it names a peer, and completes before it
+// returns. Errors (a rank that died, a mismatched size) are returned, never
+// hung on forever by contract of the implementation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "tessera/status.h"
+
+namespace tessera {
+
+class Backend;
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // data[n] = Σ over ranks of each rank's data[n] (f32), on every rank.
+  virtual Status all_reduce_sum(Backend& backend, float* data, int64_t n) = 0;
+  // recv[size() * n] = the ranks' send[n] in rank order, on every rank.
+  virtual Status all_gather(Backend& backend, const float* send, int64_t n, float* recv) = 0;
+  // data[bytes] of rank `root` copied to every rank. Host memory (step
+  // metadata, not activations).
+  virtual Status broadcast(void* host_data, size_t bytes, int root) = 0;
+  // Point-to-point transfer of data[bytes] (device) to / from rank `peer`.
+  virtual Status send(Backend& backend, const void* data, size_t bytes, int peer) = 0;
+  virtual Status recv(Backend& backend, void* data, size_t bytes, int peer) = 0;
+};
+
+// One rank: collectives are identities (all_gather copies send to recv when
+// they differ), and send/recv have no peer to talk to (kInvalidArgument).
+std::unique_ptr<Communicator> make_single_rank_communicator();
+
+}  // namespace tessera
