@@ -56,6 +56,16 @@ int64_t context_size(const EngineFlags& flags, const ModelConfig& config);
 // (kv_memory_bytes; 0 sizes the cache from ctx_size).
 EngineConfig engine_config(const EngineFlags& engine, const SchedulerFlags& sched, uint64_t kv_bytes, int64_t ctx_size);
 
+// One request submitted to `engine` and run until it finishes (the engine
+// steps on this thread); on_event sees each step's token and text.
+struct RequestOutcome {
+  std::vector<ChoiceResult> choices;
+  RequestMetrics metrics;
+};
+Result<RequestOutcome> run_to_completion(Engine& engine, const std::vector<int32_t>& prompt,
+                                         const GenerationOptions& options,
+                                         const std::function<void(const StreamEvent&)>& on_event = {});
+
 // Prints "tessera: error: <message>" and returns exit code 1.
 int fail(const Status& status);
 

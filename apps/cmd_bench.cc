@@ -12,7 +12,6 @@
 #include "backend/cpu/bandwidth.h"
 #include "cli_common.h"
 #include "core/byte_size.h"
-#include "engine/generator.h"
 
 namespace tessera::cli {
 
@@ -31,8 +30,13 @@ int bench_main(const BenchOptions& o) {
   if (!model.ok()) return fail(model.status());
   const Model& m = **model;
   const int threads = resolve_threads(o.engine);
-  auto gen =
-      Generator::create(m, backend_options(o.engine), 0, o.prompt_tokens + o.decode_tokens + 16, kv_dtype(o.engine));
+  // One request at a time through the engine; the whole prompt in one step
+  // (prefill) and no prefix cache, so every repeat computes the prompt again.
+  SchedulerFlags sched;
+  sched.max_num_seqs = 1;
+  sched.max_num_batched_tokens = std::max(512, o.prompt_tokens);
+  sched.no_prefix_cache = true;
+  auto gen = Engine::create(m, engine_config(o.engine, sched, 0, o.prompt_tokens + o.decode_tokens + 16));
   if (!gen.ok()) return fail(gen.status());
   fmt::print("model: {} ({}, {} layers, embedding {}), threads: {}, backend: {}\n", o.engine.model,
              m.config().architecture, m.config().n_layers, m.config().n_embd, threads, (*gen)->backend().describe());
@@ -61,13 +65,12 @@ int bench_main(const BenchOptions& o) {
   GenerationOptions opts;
   opts.sampling.temperature = 0;
   opts.ignore_eos = true;  // random weights may pick EOS; always decode the full count
-  auto consume = [](const StreamEvent&) { return true; };
   {
     // Warm-up (not measured): a short prompt and two tokens touch every
     // weight once, so the first measured run does not pay for page faults.
     opts.max_tokens = 2;
     const std::vector<int32_t> warm(prompt.begin(), prompt.begin() + std::min<size_t>(prompt.size(), 8));
-    auto res = (*gen)->generate(warm, opts, consume);
+    auto res = run_to_completion(**gen, warm, opts);
     if (!res.ok()) return fail(res.status());
   }
   opts.max_tokens = o.decode_tokens;
@@ -80,12 +83,15 @@ int bench_main(const BenchOptions& o) {
   std::vector<std::string> run_detail;  // "f% (tok/s at GB/s)" per run
   double before = bandwidth;
   for (int r = 0; r < o.repeats; ++r) {
-    auto res = (*gen)->generate(prompt, opts, consume);
+    // The engine's forward-pass times: prefill steps, then batch-1 decode steps.
+    const EngineMetrics m0 = (*gen)->metrics();
+    auto res = run_to_completion(**gen, prompt, opts);
     if (!res.ok()) return fail(res.status());
-    const GenerationStats& s = res->stats;
-    best_prefill_ms = std::min(best_prefill_ms, s.prefill_ms);
-    if (s.decode_steps <= 0) continue;
-    const double tpot_ms = s.decode_ms / s.decode_steps;
+    const EngineMetrics m1 = (*gen)->metrics();
+    best_prefill_ms = std::min(best_prefill_ms, m1.prefill_ms - m0.prefill_ms);
+    const int64_t decode_steps = m1.decode_tokens - m0.decode_tokens;
+    if (decode_steps <= 0) continue;
+    const double tpot_ms = (m1.decode_ms - m0.decode_ms) / static_cast<double>(decode_steps);
     best_tpot_ms = std::min(best_tpot_ms, tpot_ms);
     if (probe) {
       const double after = probe->measure();

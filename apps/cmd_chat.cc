@@ -2,6 +2,7 @@
 // with the model's chat template (or --chat-template FILE), streaming replies.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -10,7 +11,6 @@
 #include <sstream>
 
 #include "cli_common.h"
-#include "engine/generator.h"
 #include "template/chat_template.h"
 
 namespace tessera::cli {
@@ -56,8 +56,13 @@ int chat_main(const ChatOptions& o) {
   auto tmpl = ChatTemplate::parse(*source);
   if (!tmpl.ok()) return fail(tmpl.status());
   const int64_t ctx = context_size(o.engine, m.config());
-  auto gen = Generator::create(m, backend_options(o.engine), *kv_bytes, ctx, kv_dtype(o.engine));
-  if (!gen.ok()) return fail(gen.status());
+  // One conversation at a time; each turn's prompt reuses the KV blocks of
+  // the previous turns through the prefix cache.
+  SchedulerFlags sched;
+  sched.max_num_seqs = 1;
+  auto engine = Engine::create(m, engine_config(o.engine, sched, *kv_bytes, ctx));
+  if (!engine.ok()) return fail(engine.status());
+  const int64_t ctx_tokens = (*engine)->context_tokens();
   const Tokenizer& tok = m.tokenizer();
   const std::string bos = token_text_or_empty(tok, tok.bos_id());
   const std::string eos = token_text_or_empty(tok, tok.eos_id());
@@ -80,10 +85,13 @@ int chat_main(const ChatOptions& o) {
     // The template writes BOS itself when it wants one.
     const bool template_has_bos = !bos.empty() && prompt_text->rfind(bos, 0) == 0;
     const auto prompt = tok.encode(*prompt_text, /*add_special=*/!template_has_bos, /*parse_special=*/true);
-    auto result = (*gen)->generate(prompt, opts, [&](const StreamEvent& ev) {
+    // The reply may run to the end of the context (as -n -1 does).
+    GenerationOptions turn = opts;
+    const auto room = std::max<int64_t>(0, ctx_tokens - static_cast<int64_t>(prompt.size()));
+    if (turn.max_tokens < 0 || turn.max_tokens > room) turn.max_tokens = static_cast<int32_t>(room);
+    auto result = run_to_completion(**engine, prompt, turn, [&](const StreamEvent& ev) {
       std::fwrite(ev.text.data(), 1, ev.text.size(), stdout);
       std::fflush(stdout);
-      return true;
     });
     if (!result.ok()) {
       fmt::print(stderr, "\ntessera: error: {}\n", result.status().message());
@@ -93,7 +101,6 @@ int chat_main(const ChatOptions& o) {
     fmt::print("\n");
     std::fflush(stdout);  // the reply's line ends before a note on stderr
     const ChoiceResult& reply = result->choices[0];
-    const int64_t ctx_tokens = (*gen)->context_tokens();
     if (reply.finish == FinishReason::kLength &&
         static_cast<int64_t>(prompt.size() + reply.tokens.size()) >= ctx_tokens - 1) {
       fmt::print(stderr,

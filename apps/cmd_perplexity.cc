@@ -25,8 +25,6 @@
 #include <sstream>
 
 #include "cli_common.h"
-#include "engine/generator.h"
-#include "kv/block_table.h"
 #include "progress_bar.h"
 
 namespace tessera::cli {
@@ -84,8 +82,14 @@ int perplexity_main(const PerplexityOptions& o) {
   const int64_t nv = m.config().n_vocab;
   const uint64_t n_positions = static_cast<uint64_t>(n_windows) * static_cast<uint64_t>(ctx - 1);
 
-  auto gen = Generator::create(m, backend_options(o.engine), 0, ctx, kv_dtype(o.engine));
-  if (!gen.ok()) return fail(gen.status());
+  // The engine scores each window as one request (its prompt's logits,
+  // nothing generated) in one step of ctx tokens; the cache holds one window.
+  SchedulerFlags sched;
+  sched.max_num_seqs = 1;
+  sched.max_num_batched_tokens = static_cast<int32_t>(ctx);
+  sched.no_prefix_cache = true;
+  auto engine = Engine::create(m, engine_config(o.engine, sched, 0, ctx + 1));
+  if (!engine.ok()) return fail(engine.status());
 
   std::ofstream save;
   if (!o.save_logits.empty()) {
@@ -127,20 +131,23 @@ int perplexity_main(const PerplexityOptions& o) {
   int64_t top1_same = 0;
   std::vector<float> base_row(static_cast<size_t>(nv));  // [n_vocab]
   for (int64_t w = 0; w < n_windows; ++w) {
-    BlockTable table((*gen)->kv_spec().block_size);
-    if (Status st = table.reserve(ctx, (*gen)->block_pool()); !st.ok()) return fail(st);
-    ForwardBatch b;
-    for (int p = 0; p < ctx; ++p) {
-      b.token_ids.push_back(tokens[static_cast<size_t>(w * ctx + p)]);
-      b.positions.push_back(p);
-      b.slot_mapping.push_back(table.slot(p));
-      if (p < ctx - 1) b.logits_rows.push_back(p);
-    }
-    b.seqs.push_back({0, ctx, table.blocks()});
-    std::vector<float> logits;  // [ctx - 1, n_vocab]
-    const Status st = (*gen)->transformer().forward(b, (*gen)->kv(), logits);
-    table.release_all((*gen)->block_pool());
-    if (!st.ok()) return fail(st);
+    const std::vector<int32_t> window(tokens.begin() + w * ctx, tokens.begin() + (w + 1) * ctx);
+    std::vector<float> logits(static_cast<size_t>(ctx) * static_cast<size_t>(nv));  // [ctx, n_vocab]
+    GenerationOptions score;
+    score.max_tokens = 0;
+    score.prompt_logits = true;
+    Status error;
+    auto id = (*engine)->submit(window, score, [&](const RequestEvent& ev) {
+      if (ev.prompt_logits != nullptr) {
+        std::copy_n(ev.prompt_logits, static_cast<size_t>(ev.prompt_logits_rows) * static_cast<size_t>(nv),
+                    logits.begin() + static_cast<std::ptrdiff_t>(ev.prompt_logits_begin) * nv);
+      }
+      if (ev.request_finished) error = ev.error;
+    });
+    if (!id.ok()) return fail(id.status());
+    (*engine)->run_until_idle();
+    if (!error.ok()) return fail(error);
+    logits.resize(static_cast<size_t>(ctx - 1) * static_cast<size_t>(nv));  // the last position predicts nothing scored
     if (save.is_open())
       save.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * 4));
     for (int p = 0; p < ctx - 1; ++p) {

@@ -99,6 +99,7 @@ class Engine {
   // The backend the model runs on (e.g. for its describe() line).
   const Backend& backend() const { return *backend_; }
   int64_t context_tokens() const { return config_.ctx_size; }
+  int32_t vocab_size() const { return model_.config().n_vocab; }
 
  private:
   struct Request;

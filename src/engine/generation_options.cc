@@ -22,7 +22,6 @@ Status GenerationOptions::validate(int32_t n_vocab) const {
     return invalid_argument("logprobs must be in [0, " + std::to_string(kMaxTopLogprobs) + "], got " +
                             std::to_string(logprobs));
   }
-  if (prefill_chunk <= 0) return invalid_argument("prefill chunk must be positive");
   if (prompt_logits && n != 1) return invalid_argument("prompt logits need n == 1");
   return {};
 }

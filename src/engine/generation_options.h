@@ -26,7 +26,6 @@ struct GenerationOptions {
   int32_t n = 1;                        // completions of the prompt; they share its KV blocks
   int32_t logprobs = -1;                // -1: none; 0..20: the chosen token's logprob and this many alternatives
   SamplingParams sampling;
-  int32_t prefill_chunk = 512;  // prompt tokens per forward call (Generator only; the engine chunks by its budget)
   // Deliver the logits of every prompt position to the request's callback
   // (RequestEvent::prompt_logits; row p predicts prompt token p + 1): prompt
   // scoring and perplexity. The request then computes its whole prompt (no

@@ -1,7 +1,7 @@
 // Sequence: one completion being generated — its tokens (prompt + output),
-// sampler, text stream and stopping state (KV blocks belong to the caller). Both the single-request
-// Generator and the continuous-batching Engine drive sequences through
-// on_logits(): sample, check stop conditions, stream text.
+// sampler, text stream and stopping state (KV blocks belong to the caller). The
+// continuous-batching Engine drives sequences through on_logits(): sample,
+// check stop conditions, stream text.
 #pragma once
 
 #include <cstdint>
@@ -20,15 +20,15 @@ namespace tessera {
 // One step of one choice, streamed as it happens.
 struct StreamEvent {
   int32_t choice = 0;
-  int32_t token = -1;              // the generated token; -1 when the event only flushes text
-  std::string text;                // text released by this step (may be empty)
+  int32_t token = -1;                       // the generated token; -1 when the event only flushes text
+  std::string text;                         // text released by this step (may be empty)
   const TokenLogprobs* logprobs = nullptr;  // when requested
-  bool finished = false;           // the choice ended with this event
+  bool finished = false;                    // the choice ended with this event
 };
 
 struct ChoiceResult {
-  std::vector<int32_t> tokens;   // generated tokens (EOS / stop tokens excluded)
-  std::string text;              // their text, cut before any stop string
+  std::vector<int32_t> tokens;  // generated tokens (EOS / stop tokens excluded)
+  std::string text;             // their text, cut before any stop string
   FinishReason finish = FinishReason::kLength;
   std::vector<TokenLogprobs> logprobs;  // one per token, when requested
 };

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "engine/generator.h"
 #include "model/model_test_util.h"
 #include "sample/sampler.h"
 #include "test_support.h"
@@ -16,7 +15,7 @@ namespace {
 
 // Logits of every position of `ids` with a KV cache of `dtype`: [n, n_vocab].
 std::vector<float> all_logits(const Model& m, const std::vector<int32_t>& ids, KvDtype dtype) {
-  auto gen = Generator::create(m, testing::cpu_backend(2), 0, static_cast<int64_t>(ids.size()) + 16, dtype);
+  auto gen = testing::make_engine(m, testing::cpu_backend(2), 0, static_cast<int64_t>(ids.size()) + 16, dtype);
   EXPECT_TRUE(gen.ok());
   return gen.ok() ? testing::all_logits(**gen, ids) : std::vector<float>{};
 }
@@ -75,14 +74,14 @@ TEST(KvDtypeQuality, Stories260K) {
   auto m = Model::load(path);
   ASSERT_TRUE(m.ok());
   // A few hundred positions of the model's own text.
-  auto gen = Generator::create(**m, testing::cpu_backend(2), 0, 512);
+  auto gen = testing::make_engine(**m, testing::cpu_backend(2), 0, 512);
   ASSERT_TRUE(gen.ok());
   GenerationOptions opts;
   opts.max_tokens = 300;
   opts.ignore_eos = true;
   opts.sampling.seed = 5;
   auto prompt = (*m)->tokenizer().encode("Once upon a time", true);
-  auto r = (*gen)->generate(prompt, opts, [](const StreamEvent&) { return true; });
+  auto r = testing::generate(**gen, prompt, opts);
   ASSERT_TRUE(r.ok());
   prompt.insert(prompt.end(), r->choices[0].tokens.begin(), r->choices[0].tokens.end());
   measure(**m, prompt, "stories260K");

@@ -15,7 +15,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/quant_ref.h"
-#include "engine/generator.h"
 #include "formats/gguf_reader.h"
 #include "formats/safetensors.h"
 #include "hf_reference.h"
@@ -78,7 +77,7 @@ TEST_P(ConvertFixture, F32GgufMatchesTransformersReference) {
   ASSERT_NE(model->gguf(), nullptr);
   EXPECT_FALSE(model->has_tokenizer());  // the fixtures have no tokenizer.json
   const auto nv = static_cast<size_t>(model->config().n_vocab);
-  auto gen = Generator::create(*model, testing::cpu_backend(2), 0, 256, KvDtype::kF32);
+  auto gen = testing::make_engine(*model, testing::cpu_backend(2), 0, 256, KvDtype::kF32);
   ASSERT_TRUE(gen.ok());
   const bool bf16 = GetParam() == "llama_gqa_bf16";
   for (const testing::HfReference& r : testing::load_hf_reference(ref_path)) {
@@ -123,7 +122,7 @@ TEST(ConvertHf, F16AndQ8ArgmaxOfFirstPositions) {
     }
     EXPECT_EQ(model->gguf()->get_int("general.file_type").value(), static_cast<int64_t>(gguf_file_type(dtype)));
     const auto nv = static_cast<size_t>(model->config().n_vocab);
-    auto gen = Generator::create(*model, testing::cpu_backend(2), 0, 256, KvDtype::kF32);
+    auto gen = testing::make_engine(*model, testing::cpu_backend(2), 0, 256, KvDtype::kF32);
     ASSERT_TRUE(gen.ok());
     for (const testing::HfReference& r : testing::load_hf_reference(ref_path)) {
       const auto logits = testing::all_logits(**gen, r.input_ids);

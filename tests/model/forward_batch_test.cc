@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/generator.h"
 #include "kv/block_table.h"
 #include "model_test_util.h"
 #include "test_support.h"
@@ -30,9 +29,9 @@ std::vector<int32_t> tokens_for(int seq, int len, int n_vocab) {
 }
 
 struct Harness {
-  std::unique_ptr<Generator> gen;
+  std::unique_ptr<testing::GraphHarness> gen;
   explicit Harness(const Model& m, Isa isa = best_isa()) {
-    auto g = Generator::create(m, testing::cpu_backend(2, isa), 0, 1024);
+    auto g = testing::GraphHarness::create(m, testing::cpu_backend(2, isa), 1024);
     EXPECT_TRUE(g.ok());
     gen = std::move(g).value();
   }

@@ -7,7 +7,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/generator.h"
 #include "hf_reference.h"
 #include "kv/block_table.h"
 #include "model_test_util.h"
@@ -31,9 +30,8 @@ TEST_P(HfFixture, MatchesTransformersReference) {
   const auto nv = static_cast<size_t>((*model)->config().n_vocab);
   for (Isa isa : supported_isas()) {
     SCOPED_TRACE(isa_name(isa));
-    ThreadPool pool(2);
     // An f32 KV cache: the reference is float32 throughout (f16 K/V alone moves logits by ~1e-3).
-    auto gen = Generator::create(**model, testing::cpu_backend(pool.size(), isa), 0, 256, KvDtype::kF32);
+    auto gen = testing::make_engine(**model, testing::cpu_backend(2, isa), 0, 256, KvDtype::kF32);
     ASSERT_TRUE(gen.ok());
     for (const testing::HfReference& r : refs) {
       const auto logits = testing::all_logits(**gen, r.input_ids);
@@ -62,7 +60,7 @@ TEST(HfFixtureBf16, GreedyAgreesWithF32ReferenceForEightTokens) {
   auto model = Model::load(testing::shared_path("fixtures/hf/llama_gqa_bf16"));
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   EXPECT_EQ((*model)->weights().layers[0].wq.dtype, DType::kBF16);
-  auto gen = Generator::create(**model, testing::cpu_backend(2), 0, 256);
+  auto gen = testing::make_engine(**model, testing::cpu_backend(2), 0, 256);
   ASSERT_TRUE(gen.ok());
   for (const testing::HfReference& r : testing::load_hf_reference(ref_path)) {
     const auto got = testing::greedy(**gen, r.input_ids, 8);

@@ -9,9 +9,9 @@
 #include <cmath>
 #include <filesystem>
 
-#include "engine/generator.h"
 #include "formats/gguf_reader.h"
 #include "model/random_model.h"
+#include "model_test_util.h"
 #include "test_support.h"
 
 namespace tessera {
@@ -96,11 +96,10 @@ TEST(QuantizeModel, Q4_K_MFileLoadsAndRuns) {
   EXPECT_EQ((*loadq)->weights().output.dtype, DType::kQ8_0);
   const std::vector<int32_t> prompt = {1, 300, 301, 302, 303};
   auto logits = [&](const Model& m) {
-    auto g = Generator::create(m, testing::cpu_backend(pool.size()), 0, 64, KvDtype::kF32);
+    auto g = testing::make_engine(m, testing::cpu_backend(2), 0, 64, KvDtype::kF32);
     EXPECT_TRUE(g.ok());
-    auto r = (*g)->prefill_logits(prompt, 8);
-    EXPECT_TRUE(r.ok());
-    return *r;
+    auto r = testing::last_logits(**g, prompt);
+    return r;
   };
   const auto lb = logits(**base), lq = logits(**quant), l8 = logits(**loadq);
   double err_q = 0, err_8 = 0, ref = 0;

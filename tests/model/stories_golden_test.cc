@@ -1,7 +1,7 @@
 // Golden test on a real trained model: stories260K (TinyStories Llama).
 #include <gtest/gtest.h>
 
-#include "engine/generator.h"
+#include "model_test_util.h"
 #include "test_support.h"
 
 namespace tessera {
@@ -16,18 +16,15 @@ TEST(Stories260K, GreedyContinuationMatchesReference) {
   ASSERT_EQ(prompt, (std::vector<int32_t>{1, 403, 407, 261, 378}));
   for (Isa isa : supported_isas()) {
     SCOPED_TRACE(isa_name(isa));
-    auto gen = Generator::create(m, testing::cpu_backend(2, isa), 0, 256);
+    auto gen = testing::make_engine(m, testing::cpu_backend(2, isa), 0, 256);
     ASSERT_TRUE(gen.ok());
     GenerationOptions opts;
     opts.max_tokens = 64;
     opts.sampling.temperature = 0;
     std::string streamed;
-    auto result = (*gen)->generate(prompt, opts, [&](const StreamEvent& ev) {
-      streamed += ev.text;
-      return true;
-    });
+    auto result = testing::generate(**gen, prompt, opts, [&](const StreamEvent& ev) { streamed += ev.text; });
     ASSERT_TRUE(result.ok()) << result.status().to_string();
-    EXPECT_EQ(result->stats.generated_tokens, 64);
+    EXPECT_EQ(result->generated_tokens, 64);
     EXPECT_EQ(result->choices[0].finish, FinishReason::kLength);
     EXPECT_EQ(streamed, result->choices[0].text);
     EXPECT_EQ(streamed,
@@ -40,10 +37,10 @@ TEST(Stories260K, PromptLongerThanContextIsAnError) {
   TESSERA_REQUIRE_SHARED_FILE(path, "models/stories260K.gguf");
   auto model = Model::load(path);
   ASSERT_TRUE(model.ok());
-  auto gen = Generator::create(**model, testing::cpu_backend(1), 0, 32);
+  auto gen = testing::make_engine(**model, testing::cpu_backend(1), 0, 32);
   ASSERT_TRUE(gen.ok());
   std::vector<int32_t> prompt(40, 300);
-  auto result = (*gen)->generate(prompt, {}, [](const StreamEvent&) { return true; });
+  auto result = testing::generate(**gen, prompt, {});
   EXPECT_EQ(result.status().code(), StatusCode::kOutOfRange);
   EXPECT_NE(result.status().message().find("context holds 32"), std::string::npos) << result.status().message();
 }
