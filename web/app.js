@@ -4,23 +4,9 @@
 // live in this browser's localStorage. Model text is untrusted: it reaches the
 // page only as text nodes (markdown.js), never as HTML.
 import { parseMarkdown, renderToDom } from "./markdown.js";
+import { DEFAULTS, NUMBER_FIELDS, samplingFields } from "./sampling.js";
 import { readEvents } from "./sse.js";
-
-const STORE = {
-  conversations: "tessera.conversations",
-  current: "tessera.current",
-  settings: "tessera.settings",
-  apiKey: "tessera.apiKey",
-};
-// The `tessera run` defaults (README: "tessera run").
-const DEFAULTS = { temperature: 0.8, top_p: 0.95, top_k: 40, min_p: 0.05, max_tokens: 256, seed: "", system: "", extra: "" };
-const NUMBER_FIELDS = {
-  temperature: { min: 0, max: 2, integer: false },
-  top_p: { min: 0.000001, max: 1, integer: false },
-  top_k: { min: 0, max: 1e9, integer: true },
-  min_p: { min: 0, max: 1, integer: false },
-  max_tokens: { min: 1, max: 1e9, integer: true },
-};
+import { STORE, load, sanitizeConversations } from "./storage.js";
 
 const $ = (id) => document.getElementById(id);
 const el = (tag, cls, text) => {
@@ -30,40 +16,12 @@ const el = (tag, cls, text) => {
   return e;
 };
 
-function load(key, fallback) {
-  try {
-    const v = JSON.parse(localStorage.getItem(key));
-    return v ?? fallback;
-  } catch {
-    return fallback;
-  }
-}
 function store(key, value) {
   try {
     localStorage.setItem(key, JSON.stringify(value));
   } catch (e) {
     $("settings-error").textContent = `could not save to local storage: ${e.message}`;
   }
-}
-
-// Stored data may be old, hand-edited or from another page on this origin: keep only what has the right shape.
-function sanitizeConversations(list) {
-  if (!Array.isArray(list)) return [];
-  const ok = [];
-  for (const c of list) {
-    if (!c || typeof c !== "object" || typeof c.id !== "string" || !Array.isArray(c.messages)) continue;
-    const messages = c.messages
-      .filter((m) => m && typeof m === "object" && ["user", "assistant", "system"].includes(m.role) && typeof m.content === "string")
-      .map((m) => ({ role: m.role, content: m.content, stats: m.stats && typeof m.stats === "object" ? m.stats : null }));
-    ok.push({
-      id: c.id,
-      title: typeof c.title === "string" ? c.title : "",
-      mode: c.mode === "completion" ? "completion" : "chat",
-      messages,
-      updated: Number(c.updated) || 0,
-    });
-  }
-  return ok;
 }
 
 const state = {
@@ -175,35 +133,6 @@ function readSettings() {
   s.extra = $("extra-json").value;
   state.settings = s;
   store(STORE.settings, s);
-}
-
-// The sampling fields of a request body, or throws with a message naming the bad field.
-function samplingFields() {
-  const s = state.settings;
-  const out = {};
-  for (const [k, f] of Object.entries(NUMBER_FIELDS)) {
-    const v = Number(s[k]);
-    if (String(s[k]).trim() === "" || !Number.isFinite(v) || v < f.min || v > f.max || (f.integer && !Number.isInteger(v))) {
-      throw new Error(`${k} must be ${f.integer ? "an integer" : "a number"} in [${f.min}, ${f.max}]`);
-    }
-    out[k] = v;
-  }
-  if (String(s.seed).trim() !== "") {
-    const seed = Number(s.seed);
-    if (!Number.isSafeInteger(seed)) throw new Error("seed must be an integer");
-    out.seed = seed;
-  }
-  if (String(s.extra).trim() !== "") {
-    let extra;
-    try {
-      extra = JSON.parse(s.extra);
-    } catch (e) {
-      throw new Error(`extra request fields: ${e.message}`);
-    }
-    if (!extra || typeof extra !== "object" || Array.isArray(extra)) throw new Error("extra request fields must be a JSON object");
-    Object.assign(out, extra);
-  }
-  return out;
 }
 
 // ---- rendering ------------------------------------------------------------
@@ -338,7 +267,7 @@ async function send(text) {
   readSettings();
   let sampling;
   try {
-    sampling = samplingFields();
+    sampling = samplingFields(state.settings);
     $("settings-error").textContent = "";
   } catch (e) {
     $("settings-error").textContent = e.message;

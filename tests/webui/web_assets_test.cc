@@ -19,7 +19,7 @@ TEST(WebAssets, RootIsTheEmbeddedIndexPage) {
 }
 
 TEST(WebAssets, EveryFileTheIndexNamesIsServed) {
-  for (const char* name : {"app.js", "markdown.js", "sse.js", "style.css"}) {
+  for (const char* name : {"app.js", "markdown.js", "sampling.js", "sse.js", "storage.js", "style.css"}) {
     auto a = find_web_asset(std::string("/webui/") + name);
     ASSERT_TRUE(a.has_value()) << name;
     EXPECT_GT(a->data.size(), 100u) << name;

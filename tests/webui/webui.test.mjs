@@ -161,7 +161,7 @@ test("the page asks for the API key once and names the model", { skip }, async (
   assert.equal(await page.evaluate(() => JSON.parse(localStorage.getItem("tessera.apiKey"))), KEY);
 });
 
-test("a reply streams in over several updates, and Stop cancels it on the server", { skip }, async () => {
+test("a reply streams in over several updates, and Stop cancels it on the server", { skip }, async (t) => {
   const abortedBefore = await abortedRequests();
   // Without EOS, stories260K writes until max_tokens: long enough to be stopped mid-reply.
   await setSettings({ max_tokens: "1900", "extra-json": '{"ignore_eos": true}' });
@@ -195,9 +195,10 @@ test("a reply streams in over several updates, and Stop cancels it on the server
   assert.ok(reply.stats.tokens > 0 && reply.stats.tokens < 1900, `stopped after ${reply.stats.tokens} tokens`);
   assert.ok(reply.content.length > 0);
   assert.equal(await page.locator("#send").isEnabled(), true);
+  t.diagnostic(`stopped after ${reply.stats.tokens} of 1900 tokens; the page grew the reply in ${distinct.length} steps`);
 });
 
-test("at temperature 0 the reply equals the API's greedy answer, with speed and TTFT", { skip }, async () => {
+test("at temperature 0 the reply equals the API's greedy answer, with speed and TTFT", { skip }, async (t) => {
   await page.click("#new-chat");
   const system = "You tell short stories.";
   await setSettings({ "system-prompt": system, temperature: "0", max_tokens: "48", "extra-json": "" });
@@ -220,6 +221,7 @@ test("at temperature 0 the reply equals the API's greedy answer, with speed and 
   assert.ok(reply.stats.tokens_per_s <= (reply.stats.tokens * 1000) / reply.stats.ttft_ms,
             `${reply.stats.tokens_per_s} tokens/s with TTFT ${reply.stats.ttft_ms} ms`);
   const statsLine = await lastReply().locator(".stats").textContent();
+  t.diagnostic(`stats line: ${statsLine}`);
   assert.match(statsLine, new RegExp(`^${want.usage.completion_tokens} tokens · [0-9.]+ tok/s · TTFT \\d+ ms · finish: `));
   // The page shows the same words as the API (markdown only regroups whitespace here).
   const shown = (await lastReply().locator(".content").innerText()).replace(/\s+/g, " ").trim();

@@ -1,9 +1,12 @@
-// Unit tests of the web UI's markdown renderer and SSE parser (web/markdown.js, web/sse.js).
-// Run by ctest (label `unit`) as `node --test markdown.test.mjs`; needs no npm packages.
+// Unit tests of the web UI's modules that need no browser: the markdown renderer, the SSE parser,
+// the sampling settings and the stored-data check (web/markdown.js, sse.js, sampling.js, storage.js).
+// Run by ctest (label `unit`) as `node --test modules.test.mjs`; needs no npm packages.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parseMarkdown, renderToHtml, escapeHtml } from "../../web/markdown.js";
 import { SseParser } from "../../web/sse.js";
+import { DEFAULTS, samplingFields } from "../../web/sampling.js";
+import { sanitizeConversations } from "../../web/storage.js";
 
 const html = (md) => renderToHtml(parseMarkdown(md));
 
@@ -55,4 +58,42 @@ test("SSE: events split across pieces, CRLF, multi-line data, comments", () => {
   assert.deepEqual(p.feed('1}\n\ndata: [DONE]'), ['{"a":1}']);
   assert.deepEqual(p.feed("\n\n"), ["[DONE]"]);
   assert.deepEqual(p.feed(": keep-alive\r\n\r\ndata:x\r\ndata: y\r\n\r\n"), ["x\ny"]);
+});
+
+test("sampling settings become request fields; bad ones name the field", () => {
+  assert.deepEqual(samplingFields(DEFAULTS), { temperature: 0.8, top_p: 0.95, top_k: 40, min_p: 0.05, max_tokens: 256 });
+  assert.deepEqual(samplingFields({ ...DEFAULTS, temperature: "0", seed: "42", extra: '{"ignore_eos": true, "stop": ["x"]}' }),
+                   { temperature: 0, top_p: 0.95, top_k: 40, min_p: 0.05, max_tokens: 256, seed: 42, ignore_eos: true, stop: ["x"] });
+  const bad = [
+    [{ temperature: "" }, /^temperature must be a number in \[0, 2\]$/],
+    [{ temperature: "3" }, /^temperature /],
+    [{ top_p: "0" }, /^top_p /],
+    [{ top_k: "1.5" }, /^top_k must be an integer/],
+    [{ max_tokens: "0" }, /^max_tokens /],
+    [{ min_p: "abc" }, /^min_p /],
+    [{ seed: "1.5" }, /^seed must be an integer$/],
+    [{ extra: "{oops" }, /^extra request fields: /],
+    [{ extra: "[1]" }, /^extra request fields must be a JSON object$/],
+    [{ extra: "null" }, /^extra request fields must be a JSON object$/],
+  ];
+  for (const [change, message] of bad) assert.throws(() => samplingFields({ ...DEFAULTS, ...change }), { message });
+  assert.deepEqual(samplingFields({ ...DEFAULTS, seed: null, extra: undefined }).seed, undefined);
+});
+
+test("stored conversations keep only well-formed entries", () => {
+  assert.deepEqual(sanitizeConversations({ not: "a list" }), []);
+  assert.deepEqual(sanitizeConversations(null), []);
+  const kept = sanitizeConversations([
+    { id: "a", title: 5, mode: "weird", updated: "x",
+      messages: [{ role: "user", content: "hi" }, { role: "tool", content: "x" }, { role: "assistant", content: 3 },
+                 { role: "assistant", content: "yo", stats: { tokens: 1 }, extra: "dropped" }, null] },
+    { id: 7, messages: [] },
+    { id: "b", messages: "nope" },
+    { id: "c", title: "t", mode: "completion", updated: 9, messages: [] },
+  ]);
+  assert.deepEqual(kept, [
+    { id: "a", title: "", mode: "chat", updated: 0,
+      messages: [{ role: "user", content: "hi", stats: null }, { role: "assistant", content: "yo", stats: { tokens: 1 } }] },
+    { id: "c", title: "t", mode: "completion", updated: 9, messages: [] },
+  ]);
 });
