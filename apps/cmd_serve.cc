@@ -24,6 +24,7 @@ struct ServeOptions {
   SchedulerFlags sched;
   server::ServerConfig server;
   std::string template_file;
+  bool no_webui = false;
 };
 
 int serve_main(ServeOptions o) {
@@ -42,6 +43,7 @@ int serve_main(ServeOptions o) {
   const EngineConfig cfg = engine_config(o.engine, o.sched, *kv_bytes, context_size(o.engine, m.config()));
   auto engine = Engine::create(m, cfg);
   if (!engine.ok()) return fail(engine.status());
+  o.server.webui = !o.no_webui;
   auto srv = server::Server::create(**engine, m, o.server);
   if (!srv.ok()) return fail(srv.status());
   (*engine)->start();
@@ -57,6 +59,9 @@ int serve_main(ServeOptions o) {
              "tessera serve: listening on http://{}:{} serving model '{}' ({}; {} threads, KV cache {} tokens, {})\n",
              o.server.host, (*srv)->port(), (*srv)->state().protocol.served_model, o.engine.model, cfg.threads,
              spec.capacity_tokens(), format_byte_size(spec.total_bytes()));
+  if (o.server.webui) {
+    fmt::print(stderr, "tessera serve: chat web UI at http://{}:{}/\n", o.server.host, (*srv)->port());
+  }
   signals_ioc.run();  // until SIGINT / SIGTERM
   fmt::print(stderr, "tessera serve: shutting down\n");
   (*srv)->stop(std::chrono::milliseconds(5000));
@@ -84,6 +89,7 @@ Runner register_serve(CLI::App& app) {
       ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 32))
       ->capture_default_str();
   sub->add_option("--chat-template", o->template_file, "Jinja chat template file (overrides the model's)");
+  sub->add_flag("--no-webui", o->no_webui, "Do not serve the chat web UI at GET / (then / is 404)");
   return [o] { return serve_main(*o); };
 }
 

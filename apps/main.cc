@@ -9,11 +9,13 @@
 #include <vector>
 
 #include "cli_common.h"
+#include "version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tessera: run and serve large language models (GGUF or Hugging Face) on the CPU"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "tessera 0.1.0");
+  app.set_version_flag("--version", tessera::cli::version_text,
+                       "Print the version, git commit, build type and CPU kernels, then exit");
   const std::map<std::string, tessera::cli::Runner> runners = {
       {"run", tessera::cli::register_run(app)},
       {"inspect", tessera::cli::register_inspect(app)},

@@ -6,7 +6,7 @@
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions (JSON or SSE),
 // GET /v1/models, GET /health, GET /metrics (Prometheus text format),
-// POST /tokenize, POST /detokenize.
+// POST /tokenize, POST /detokenize; GET / (the chat web UI, unless turned off).
 #pragma once
 
 #include <atomic>
@@ -35,6 +35,7 @@ struct ServerConfig {
   uint64_t max_body_bytes = 1 << 20;  // larger bodies: 413
   int io_threads = 2;
   std::string chat_template;          // Jinja source; empty: the model's own
+  bool webui = true;                  // serve the chat web UI at GET / (the page needs no API key)
 };
 
 // State shared by every connection (thread-safe members only).

@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "server/webui_route.h"
+
 namespace tessera::server {
 
 namespace asio = boost::asio;
@@ -43,6 +45,7 @@ void HttpSession::handle(Request req) {
   std::string_view target(req.target().data(), req.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
   const std::string_view method(req.method_string().data(), req.method_string().size());
+  if (auto page = handle_webui_route(method, path, state_->config)) return send(std::move(*page));
   const bool open = path == "/health" || path == "/metrics";
   if (!open && !state_->config.api_key.empty()) {
     auto auth = req.find(http::field::authorization);

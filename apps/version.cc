@@ -1,0 +1,51 @@
+#include "version.h"
+
+#include <fmt/core.h>
+
+#include <string>
+#include <vector>
+
+#include "core/cpu_features.h"
+
+namespace tessera::cli {
+
+extern const char* const kGitCommit;  // build_info.cc, generated at build time
+
+namespace {
+
+std::string compiler() {
+#if defined(__clang__)
+  return fmt::format("Clang {}.{}.{}", __clang_major__, __clang_minor__, __clang_patchlevel__);
+#elif defined(__GNUC__)
+  return fmt::format("GCC {}.{}.{}", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__);
+#else
+  return "unknown compiler";
+#endif
+}
+
+std::string join(const std::vector<Isa>& isas) {
+  std::string out;
+  for (Isa isa : isas) out += (out.empty() ? "" : ", ") + std::string(isa_name(isa));
+  return out;
+}
+
+}  // namespace
+
+std::string version_text() {
+  // Every x86-64 build compiles all three kernel paths (cmake/compiler_flags.cmake) and picks one
+  // at run time from CPUID (src/core/cpu_features.h).
+  const std::vector<Isa> compiled = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
+  const CpuFeatures& f = cpu_features();
+  return fmt::format(
+      "tessera {}\n"
+      "commit:      {}\n"
+      "build:       {}, {}, C++{}{}\n"
+      "backends:    cpu\n"
+      "cpu kernels: {} (compiled; chosen at run time)\n"
+      "this cpu:    {} (runs {}; AVX-512 VNNI {}; {} physical cores)",
+      TESSERA_VERSION, kGitCommit, TESSERA_BUILD_TYPE, compiler(), __cplusplus / 100 % 100,
+      TESSERA_SANITIZED ? ", ASan+UBSan" : "", join(compiled), isa_name(best_isa()), join(supported_isas()),
+      f.avx512_vnni ? "yes" : "no", f.physical_cores);
+}
+
+}  // namespace tessera::cli
