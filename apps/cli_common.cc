@@ -29,16 +29,21 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
       ->check(CLI::IsMember(backend_names()));
 }
 
+Isa isa_from_environment() {
+  // A path this CPU lacks leaves the best one (as the variable always did).
+  if (const char* v = std::getenv("TESSERA_ISA"); v != nullptr && *v != '\0') {
+    if (auto isa = isa_from_name(v); isa && *isa < best_isa()) return *isa;
+  }
+  return best_isa();
+}
+
 BackendOptions backend_options(const EngineFlags& f) {
   BackendOptions o;
   o.device = f.device;
   o.threads = resolve_threads(f);
   // The environment aliases of the kernel switches (README "Build"); main()
   // has already refused malformed values.
-  if (const char* v = std::getenv("TESSERA_ISA"); v != nullptr && *v != '\0') {
-    // A path this CPU lacks leaves the best one (as the variable always did).
-    if (auto isa = isa_from_name(v); isa && *isa < best_isa()) o.isa = *isa;
-  }
+  if (const Isa isa = isa_from_environment(); isa != best_isa()) o.isa = isa;
   if (const char* v = std::getenv("TESSERA_TILED_GEMM"); v != nullptr && std::string(v) == "0") o.tile_kernels = false;
   if (const char* v = std::getenv("TESSERA_DECODE_STREAMS"); v != nullptr && v[0] >= '1' && v[0] <= '4' && v[1] == 0) {
     o.decode_streams = v[0] - '0';

@@ -38,6 +38,8 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags);
 // environment aliases applied (TESSERA_ISA, TESSERA_TILED_GEMM,
 // TESSERA_DECODE_STREAMS; README "Build"). The library reads no environment.
 BackendOptions backend_options(const EngineFlags& flags);
+// The CPU path to run: TESSERA_ISA when set and lower than the best, else best_isa().
+Isa isa_from_environment();
 // Threads to use: the flag, else the number of physical cores.
 int resolve_threads(const EngineFlags& flags);
 // KV budget in bytes from --kv-cache-memory (0 when unset); kInvalidArgument on a bad size.

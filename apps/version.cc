@@ -1,10 +1,13 @@
 #include "version.h"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <string>
 #include <vector>
 
+#include "backend/registry.h"
+#include "cli_common.h"
 #include "core/cpu_features.h"
 
 namespace tessera::cli {
@@ -40,12 +43,12 @@ std::string version_text() {
       "tessera {}\n"
       "commit:      {}\n"
       "build:       {}, {}, C++{}{}\n"
-      "backends:    cpu\n"
+      "backends:    {}\n"
       "cpu kernels: {} (compiled; chosen at run time)\n"
       "this cpu:    {} (runs {}; AVX-512 VNNI {}; {} physical cores)",
       TESSERA_VERSION, kGitCommit, TESSERA_BUILD_TYPE, compiler(), __cplusplus / 100 % 100,
-      TESSERA_SANITIZED ? ", ASan+UBSan" : "", join(compiled), isa_name(best_isa()), join(supported_isas()),
-      f.avx512_vnni ? "yes" : "no", f.physical_cores);
+      TESSERA_SANITIZED ? ", ASan+UBSan" : "", fmt::join(backend_names(), ", "), join(compiled),
+      isa_name(isa_from_environment()), join(supported_isas()), f.avx512_vnni ? "yes" : "no", f.physical_cores);
 }
 
 }  // namespace tessera::cli
