@@ -99,7 +99,7 @@ Result<uint64_t> kv_memory_bytes(const EngineFlags& f) {
   return *r;
 }
 
-Result<RequestOutcome> run_to_completion(Engine& engine, const std::vector<int32_t>& prompt,
+Result<RequestOutcome> run_to_completion(EngineCore& engine, const std::vector<int32_t>& prompt,
                                          const GenerationOptions& options,
                                          const std::function<void(const StreamEvent&)>& on_event) {
   RequestOutcome out;

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/dtype.h"
-#include "engine/engine.h"
+#include "engine/engine_core.h"
 #include "kv/kv_cache_spec.h"
 #include "model/model.h"
 #include "tessera/status.h"
@@ -64,7 +64,7 @@ struct RequestOutcome {
   std::vector<ChoiceResult> choices;
   RequestMetrics metrics;
 };
-Result<RequestOutcome> run_to_completion(Engine& engine, const std::vector<int32_t>& prompt,
+Result<RequestOutcome> run_to_completion(EngineCore& engine, const std::vector<int32_t>& prompt,
                                          const GenerationOptions& options,
                                          const std::function<void(const StreamEvent&)>& on_event = {});
 

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/bandwidth.h"
 #include "cli_common.h"
 #include "core/byte_size.h"
 
@@ -36,17 +35,16 @@ int bench_main(const BenchOptions& o) {
   sched.max_num_seqs = 1;
   sched.max_num_batched_tokens = std::max(512, o.prompt_tokens);
   sched.no_prefix_cache = true;
-  auto gen = Engine::create(m, engine_config(o.engine, sched, 0, o.prompt_tokens + o.decode_tokens + 16));
+  auto gen = EngineCore::create(m, engine_config(o.engine, sched, 0, o.prompt_tokens + o.decode_tokens + 16));
   if (!gen.ok()) return fail(gen.status());
   fmt::print("model: {} ({}, {} layers, embedding {}), threads: {}, backend: {}\n", o.engine.model,
              m.config().architecture, m.config().n_layers, m.config().n_embd, threads, (*gen)->backend().describe());
-  // The probe runs on a pool of its own, idle while the model runs.
-  ThreadPool pool(threads);
-  std::optional<cpu::BandwidthProbe> probe;
+  // The backend measures the bandwidth of its own memory, on its own threads.
+  Backend& backend = (*gen)->backend();
+  const bool probe = !o.skip_bandwidth;
   double bandwidth = 0;  // the highest read bandwidth measured, bytes/s
-  if (!o.skip_bandwidth) {
-    probe.emplace(pool);
-    bandwidth = probe->measure();
+  if (probe) {
+    bandwidth = backend.measure_read_bandwidth();
     fmt::print("memory read bandwidth: {:.2f} GB/s ({} threads, best of 1, 2 and 4 streams per thread)\n",
                bandwidth / 1e9, threads);
   }
@@ -94,7 +92,7 @@ int bench_main(const BenchOptions& o) {
     const double tpot_ms = (m1.decode_ms - m0.decode_ms) / static_cast<double>(decode_steps);
     best_tpot_ms = std::min(best_tpot_ms, tpot_ms);
     if (probe) {
-      const double after = probe->measure();
+      const double after = backend.measure_read_bandwidth();
       const double run_bw = std::max(before, after);
       run_fraction.push_back(bytes_per_token * 1000.0 / tpot_ms / run_bw);
       run_detail.push_back(fmt::format("{:.1f}% ({:.2f} tok/s at {:.2f} GB/s)", 100.0 * run_fraction.back(),

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "cli_common.h"
-#include "engine/engine.h"
+#include "engine/engine_core.h"
 
 namespace tessera::cli {
 
@@ -49,7 +49,7 @@ Result<EngineMetrics> run_batch(const Model& m, const ServingBenchOptions& o, in
                           static_cast<uint64_t>(o.prompt_tokens + o.decode_tokens + 32);
   }
   cfg.max_num_seqs = std::max(cfg.max_num_seqs, n);
-  TESSERA_ASSIGN_OR_RETURN(auto engine, Engine::create(m, cfg));
+  TESSERA_ASSIGN_OR_RETURN(auto engine, EngineCore::create(m, cfg));
   GenerationOptions opts;
   opts.max_tokens = o.decode_tokens;
   opts.ignore_eos = true;
@@ -63,7 +63,7 @@ Result<EngineMetrics> run_batch(const Model& m, const ServingBenchOptions& o, in
 }
 
 // TTFT of one request after `engine` has seen (or not) its prefix.
-Result<double> ttft(Engine& engine, const std::vector<int32_t>& prompt) {
+Result<double> ttft(EngineCore& engine, const std::vector<int32_t>& prompt) {
   GenerationOptions opts;
   opts.max_tokens = 1;
   opts.sampling.temperature = 0;
@@ -109,7 +109,7 @@ int bench_serving_main(const ServingBenchOptions& o) {
     auto cfg = serving_config(o, o.prefix_tokens + 64);
     if (!cfg.ok()) return fail(cfg.status());
     cfg->enable_prefix_cache = true;
-    auto engine = Engine::create(m, *cfg);
+    auto engine = EngineCore::create(m, *cfg);
     if (!engine.ok()) return fail(engine.status());
     auto prompt = synthetic_prompt(o.prefix_tokens + 8, 7, m.config().n_vocab);
     auto cold = ttft(**engine, prompt);

@@ -60,7 +60,7 @@ int chat_main(const ChatOptions& o) {
   // the previous turns through the prefix cache.
   SchedulerFlags sched;
   sched.max_num_seqs = 1;
-  auto engine = Engine::create(m, engine_config(o.engine, sched, *kv_bytes, ctx));
+  auto engine = EngineCore::create(m, engine_config(o.engine, sched, *kv_bytes, ctx));
   if (!engine.ok()) return fail(engine.status());
   const int64_t ctx_tokens = (*engine)->context_tokens();
   const Tokenizer& tok = m.tokenizer();

@@ -88,7 +88,7 @@ int perplexity_main(const PerplexityOptions& o) {
   sched.max_num_seqs = 1;
   sched.max_num_batched_tokens = static_cast<int32_t>(ctx);
   sched.no_prefix_cache = true;
-  auto engine = Engine::create(m, engine_config(o.engine, sched, 0, ctx + 1));
+  auto engine = EngineCore::create(m, engine_config(o.engine, sched, 0, ctx + 1));
   if (!engine.ok()) return fail(engine.status());
 
   std::ofstream save;

@@ -12,7 +12,7 @@
 
 #include "cli_common.h"
 #include "core/byte_size.h"
-#include "engine/engine.h"
+#include "engine/engine_core.h"
 #include "sample/stop_matcher.h"
 
 namespace tessera::cli {
@@ -157,7 +157,7 @@ int run_main(RunOptions o) {
   if (Status st = o.gen.validate(m.config().n_vocab); !st.ok()) return fail(st);
   const bool print_ids = o.print_ids || !m.has_tokenizer();
   const EngineConfig cfg = engine_config(o.engine, o.sched, *kv_bytes, context_size(o.engine, m.config()));
-  auto engine = Engine::create(m, cfg);
+  auto engine = EngineCore::create(m, cfg);
   if (!engine.ok()) return fail(engine.status());
   const KvCacheSpec& spec = (*engine)->kv_spec();
   if (!o.seed_set) o.gen.sampling.seed = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);

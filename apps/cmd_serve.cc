@@ -12,7 +12,7 @@
 
 #include "cli_common.h"
 #include "core/byte_size.h"
-#include "engine/engine.h"
+#include "engine/engine_core.h"
 #include "server/http_server.h"
 
 namespace tessera::cli {
@@ -41,7 +41,7 @@ int serve_main(ServeOptions o) {
   if (!model.ok()) return fail(model.status());
   const Model& m = **model;
   const EngineConfig cfg = engine_config(o.engine, o.sched, *kv_bytes, context_size(o.engine, m.config()));
-  auto engine = Engine::create(m, cfg);
+  auto engine = EngineCore::create(m, cfg);
   if (!engine.ok()) return fail(engine.status());
   o.server.webui = !o.no_webui;
   auto srv = server::Server::create(**engine, m, o.server);

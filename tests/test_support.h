@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "backend/backend_options.h"
+#include "tessera/backend_options.h"
 
 namespace tessera::testing {
 

@@ -118,6 +118,11 @@ class Backend {
   virtual void download(void* dst_host, const void* src_device, size_t bytes) = 0;
   // Waits until every issued op has finished.
   virtual void synchronize() = 0;
+  // Read bandwidth of the memory the weights live in, bytes/s, measured now
+  // (best of a few passes over a buffer far larger than any cache; the first
+  // call allocates it): the decode roofline of `tessera bench`. 0 when the
+  // backend cannot measure it.
+  virtual double measure_read_bandwidth() = 0;
 
   // Makes `w` (host, file layout; it must stay valid for the matrix's life
   // when the backend keeps reading it, as the CPU backend does for layouts

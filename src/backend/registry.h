@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/backend_options.h"
+#include "tessera/backend_options.h"
 #include "tessera/status.h"
 
 namespace tessera {

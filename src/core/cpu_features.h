@@ -7,12 +7,9 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/isa.h"
+
 namespace tessera {
-
-// SIMD code paths, in increasing order of capability.
-enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
-
-const char* isa_name(Isa isa);
 
 struct CpuFeatures {
   bool avx2 = false;    // with FMA and F16C

@@ -1,4 +1,4 @@
-#include "engine/generation_options.h"
+#include "tessera/generation_options.h"
 
 #include "sample/stop_matcher.h"
 

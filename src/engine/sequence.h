@@ -1,6 +1,6 @@
 // Sequence: one completion being generated — its tokens (prompt + output),
 // sampler, text stream and stopping state (KV blocks belong to the caller). The
-// continuous-batching Engine drives sequences through on_logits(): sample,
+// continuous-batching EngineCore drives sequences through on_logits(): sample,
 // check stop conditions, stream text.
 #pragma once
 
@@ -10,28 +10,13 @@
 #include <vector>
 
 #include "engine/choice_stream.h"
-#include "engine/generation_options.h"
 #include "model/model.h"
 #include "sample/logprobs.h"
 #include "sample/sampler.h"
+#include "tessera/generation_options.h"
+#include "tessera/results.h"
 
 namespace tessera {
-
-// One step of one choice, streamed as it happens.
-struct StreamEvent {
-  int32_t choice = 0;
-  int32_t token = -1;                       // the generated token; -1 when the event only flushes text
-  std::string text;                         // text released by this step (may be empty)
-  const TokenLogprobs* logprobs = nullptr;  // when requested
-  bool finished = false;                    // the choice ended with this event
-};
-
-struct ChoiceResult {
-  std::vector<int32_t> tokens;  // generated tokens (EOS / stop tokens excluded)
-  std::string text;             // their text, cut before any stop string
-  FinishReason finish = FinishReason::kLength;
-  std::vector<TokenLogprobs> logprobs;  // one per token, when requested
-};
 
 class Sequence {
  public:

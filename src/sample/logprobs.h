@@ -1,23 +1,13 @@
-// Log-probabilities reported with each generated token (OpenAI `logprobs`).
-// They come from the model's own distribution — log_softmax of the raw logits
-// before logit bias, penalties, temperature or truncation — so they describe
-// the model, not the sampling settings (vLLM's default "raw_logprobs" choice).
+// compute_logprobs: the log-probabilities of TokenLogprobs (tessera/logprobs.h)
+// from one row of raw logits.
 #pragma once
 
 #include <cstdint>
 #include <span>
-#include <utility>
-#include <vector>
+
+#include "tessera/logprobs.h"
 
 namespace tessera {
-
-inline constexpr int kMaxTopLogprobs = 20;
-
-struct TokenLogprobs {
-  int32_t token = -1;
-  float logprob = 0;                              // of the chosen token
-  std::vector<std::pair<int32_t, float>> top;    // [top_n] most likely (id, logprob), descending
-};
 
 // logits[n_vocab] (finite or -inf); 0 <= top_n <= kMaxTopLogprobs.
 TokenLogprobs compute_logprobs(std::span<const float> logits, int32_t chosen, int top_n);

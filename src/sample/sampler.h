@@ -25,7 +25,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "sample/sampling_params.h"
+#include "tessera/sampling_params.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -59,10 +59,10 @@ class Sampler {
   void apply_typical();
 
   SamplingParams params_;
-  std::unordered_set<int32_t> seen_;                  // prompt and output tokens (repetition penalty)
+  std::unordered_set<int32_t> seen_;                 // prompt and output tokens (repetition penalty)
   std::unordered_map<int32_t, int32_t> out_counts_;  // output token -> count (presence / frequency)
-  std::vector<float> work_;                           // [n_vocab] processed logits
-  std::vector<Candidate> cand_;                       // candidates, sorted by logit when sorted_
+  std::vector<float> work_;                          // [n_vocab] processed logits
+  std::vector<Candidate> cand_;                      // candidates, sorted by logit when sorted_
   bool sorted_ = false;
 };
 

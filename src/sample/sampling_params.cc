@@ -1,4 +1,4 @@
-#include "sample/sampling_params.h"
+#include "tessera/sampling_params.h"
 
 #include <cmath>
 #include <string>
@@ -6,11 +6,14 @@
 namespace tessera {
 
 namespace {
-std::string num(double v) { return std::to_string(v); }
+std::string num(double v) {
+  return std::to_string(v);
+}
 }  // namespace
 
 Status SamplingParams::validate(int32_t n_vocab) const {
-  if (!std::isfinite(temperature) || temperature < 0) return invalid_argument("temperature must be >= 0, got " + num(temperature));
+  if (!std::isfinite(temperature) || temperature < 0)
+    return invalid_argument("temperature must be >= 0, got " + num(temperature));
   if (!(top_p > 0 && top_p <= 1)) return invalid_argument("top_p must be in (0, 1], got " + num(top_p));
   if (!(min_p >= 0 && min_p <= 1)) return invalid_argument("min_p must be in [0, 1], got " + num(min_p));
   if (!(typical_p > 0 && typical_p <= 1)) return invalid_argument("typical_p must be in (0, 1], got " + num(typical_p));

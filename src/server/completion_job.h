@@ -6,14 +6,13 @@
 // objects. Not thread-safe: the owning connection drives it on its strand.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "engine/engine.h"
+#include "engine/engine_core.h"
 #include "server/openai_protocol.h"
 
 namespace tessera::server {
@@ -53,7 +52,7 @@ class CompletionJob {
   std::string id_;
   int64_t created_;
   const Tokenizer* tokenizer_;
-  std::vector<ChoiceResult> results_;   // [prompt * n + choice]
+  std::vector<ChoiceResult> results_;    // [prompt * n + choice]
   std::vector<RequestMetrics> metrics_;  // [prompt]
   size_t finished_ = 0;
   std::optional<Status> error_;

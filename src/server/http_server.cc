@@ -1,10 +1,8 @@
 #include "server/http_server.h"
 
-#include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
-
 #include <boost/asio.hpp>
-
 #include <filesystem>
+#include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
 
 #include "server/http_session.h"
 
@@ -32,7 +30,7 @@ struct Server::Impl {
   }
 };
 
-Result<std::unique_ptr<Server>> Server::create(Engine& engine, const Model& model, ServerConfig config) {
+Result<std::unique_ptr<Server>> Server::create(EngineCore& engine, const Model& model, ServerConfig config) {
   std::unique_ptr<Server> s(new Server());
   s->state_ = std::make_shared<ServerState>();
   ServerState& st = *s->state_;
@@ -60,7 +58,9 @@ Result<std::unique_ptr<Server>> Server::create(Engine& engine, const Model& mode
   return s;
 }
 
-Server::~Server() { stop(std::chrono::milliseconds(0)); }
+Server::~Server() {
+  stop(std::chrono::milliseconds(0));
+}
 
 Status Server::start() {
   boost::system::error_code ec;
@@ -73,8 +73,8 @@ Status Server::start() {
   if (!ec) acc.bind(endpoint, ec);
   if (!ec) acc.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    return Status(StatusCode::kInvalidArgument,
-                  "cannot listen on " + state_->config.host + ":" + std::to_string(state_->config.port) + ": " + ec.message());
+    return Status(StatusCode::kInvalidArgument, "cannot listen on " + state_->config.host + ":" +
+                                                    std::to_string(state_->config.port) + ": " + ec.message());
   }
   port_ = acc.local_endpoint().port();
   impl_->accept();

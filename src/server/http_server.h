@@ -1,6 +1,6 @@
 // The OpenAI-compatible HTTP server: a Boost.Beast / Asio listener with a
 // small io_context thread pool; each connection runs on its own strand and
-// talks to the Engine only through its public, thread-safe API. Engine
+// talks to the EngineCore only through its public, thread-safe API. EngineCore
 // callbacks (engine thread) hand their data to the connection's strand with
 // asio::post, so a slow client never blocks the engine.
 //
@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/engine.h"
+#include "engine/engine_core.h"
 #include "server/openai_protocol.h"
 #include "server/server_metrics.h"
 
@@ -34,30 +34,30 @@ struct ServerConfig {
   int32_t max_queue = 512;            // requests admitted at once (running + waiting); beyond: 429
   uint64_t max_body_bytes = 1 << 20;  // larger bodies: 413
   int io_threads = 2;
-  std::string chat_template;          // Jinja source; empty: the model's own
-  bool webui = true;                  // serve the chat web UI at GET / (the page needs no API key)
+  std::string chat_template;  // Jinja source; empty: the model's own
+  bool webui = true;          // serve the chat web UI at GET / (the page needs no API key)
 };
 
 // State shared by every connection (thread-safe members only).
 struct ServerState {
-  Engine* engine = nullptr;
+  EngineCore* engine = nullptr;
   const Model* model = nullptr;
   ServerConfig config;
   std::optional<ChatTemplate> chat_template;
   ProtocolContext protocol;
   ServerMetrics metrics;
-  std::atomic<int32_t> in_flight{0};   // engine requests submitted and not yet finished
+  std::atomic<int32_t> in_flight{0};  // engine requests submitted and not yet finished
   std::atomic<bool> stopping{false};
   std::atomic<uint64_t> next_id{1};
-  std::mutex mu;                        // guards active
-  std::set<uint64_t> active;            // engine request ids in flight
+  std::mutex mu;              // guards active
+  std::set<uint64_t> active;  // engine request ids in flight
 };
 
 class Server {
  public:
   // Borrows `engine` (already start()ed by the caller) and `model`. Errors:
   // a chat template that does not parse.
-  static Result<std::unique_ptr<Server>> create(Engine& engine, const Model& model, ServerConfig config);
+  static Result<std::unique_ptr<Server>> create(EngineCore& engine, const Model& model, ServerConfig config);
   ~Server();
 
   // Binds host:port, starts accepting and the io threads. Errors: bad

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <random>
 
-#include "sample/logprobs.h"
 #include "sample/stop_matcher.h"
+#include "tessera/logprobs.h"
 
 namespace tessera::server {
 
@@ -24,10 +24,14 @@ ApiError bad_request(std::string message, std::string param, std::string code) {
 
 ApiError status_error(const Status& st, std::string param) {
   switch (st.code()) {
-    case StatusCode::kOutOfRange: return bad_request(st.message(), std::move(param), "context_length_exceeded");
-    case StatusCode::kInvalidArgument: return bad_request(st.message(), std::move(param));
-    case StatusCode::kResourceExhausted: return ApiError{429, st.message(), "rate_limit_error", {}, "queue_full"};
-    default: return ApiError{500, st.message(), "server_error", {}, {}};
+    case StatusCode::kOutOfRange:
+      return bad_request(st.message(), std::move(param), "context_length_exceeded");
+    case StatusCode::kInvalidArgument:
+      return bad_request(st.message(), std::move(param));
+    case StatusCode::kResourceExhausted:
+      return ApiError{429, st.message(), "rate_limit_error", {}, "queue_full"};
+    default:
+      return ApiError{500, st.message(), "server_error", {}, {}};
   }
 }
 
@@ -52,7 +56,8 @@ class FieldReader {
     const double d = v->get<double>();
     if (!std::isfinite(d) || d < lo || d > hi || (lo_open && d == lo)) {
       return fail(std::string(key) + " must be in " + (lo_open ? "(" : "[") + json(lo).dump() + ", " + json(hi).dump() +
-                      "], got " + v->dump(), key);
+                      "], got " + v->dump(),
+                  key);
     }
     out = static_cast<float>(d);
   }
@@ -63,7 +68,8 @@ class FieldReader {
     const auto i = v->get<int64_t>();
     if (i < lo || i > hi) {
       return fail(std::string(key) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
-                      std::to_string(i), key);
+                      std::to_string(i),
+                  key);
     }
     out = static_cast<int32_t>(i);
   }
@@ -86,8 +92,9 @@ std::optional<std::vector<int32_t>> token_ids(const json& a, int32_t n_vocab, Fi
     if (!v.is_number_integer()) return r.fail("prompt token ids must be integers", "prompt"), std::nullopt;
     const auto id = v.get<int64_t>();
     if (id < 0 || id >= n_vocab) {
-      r.fail("prompt token " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(n_vocab) + " tokens)",
-             "prompt");
+      r.fail(
+          "prompt token " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(n_vocab) + " tokens)",
+          "prompt");
       return std::nullopt;
     }
     ids.push_back(static_cast<int32_t>(id));
@@ -134,7 +141,8 @@ void parse_stop(const json* s, GenerationOptions& o, FieldReader& r) {
   }
   if (o.stop.size() > kMaxStopStrings) {
     return r.fail("at most " + std::to_string(kMaxStopStrings) + " stop strings are allowed, got " +
-                      std::to_string(o.stop.size()), "stop");
+                      std::to_string(o.stop.size()),
+                  "stop");
   }
   for (const auto& st : o.stop) {
     if (st.empty()) return r.fail("stop strings must not be empty", "stop");
@@ -152,7 +160,8 @@ void parse_logit_bias(const json* b, int32_t n_vocab, SamplingParams& s, FieldRe
     } catch (...) {
       used = 0;
     }
-    if (used != key.size() || key.empty()) return r.fail("logit_bias key '" + key + "' is not a token id", "logit_bias");
+    if (used != key.size() || key.empty())
+      return r.fail("logit_bias key '" + key + "' is not a token id", "logit_bias");
     if (id < 0 || id >= n_vocab) {
       return r.fail("logit_bias token " + key + " is outside the vocabulary (" + std::to_string(n_vocab) + " tokens)",
                     "logit_bias");
@@ -199,7 +208,8 @@ void parse_max_tokens(FieldReader& r, ParsedRequest& out) {
   o.max_tokens = out.endpoint == Endpoint::kCompletions ? 16 : -1;
   const char* key = r.get("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   r.integer(key, o.max_tokens, 0, INT32_MAX);
-  if (!r.error && o.max_tokens >= 0 && o.min_tokens > o.max_tokens) r.fail("min_tokens must not exceed max_tokens", "min_tokens");
+  if (!r.error && o.max_tokens >= 0 && o.min_tokens > o.max_tokens)
+    r.fail("min_tokens must not exceed max_tokens", "min_tokens");
 }
 
 void parse_logprobs(FieldReader& r, ParsedRequest& out) {
@@ -210,7 +220,8 @@ void parse_logprobs(FieldReader& r, ParsedRequest& out) {
   r.boolean("logprobs", out.chat_logprobs);
   int32_t top = 0;
   r.integer("top_logprobs", top, 0, kMaxTopLogprobs);
-  if (r.get("top_logprobs") && !out.chat_logprobs) return r.fail("top_logprobs requires logprobs: true", "top_logprobs");
+  if (r.get("top_logprobs") && !out.chat_logprobs)
+    return r.fail("top_logprobs requires logprobs: true", "top_logprobs");
   if (out.chat_logprobs) out.options.logprobs = top;
 }
 
@@ -254,12 +265,14 @@ std::variant<std::vector<int32_t>, ApiError> render_chat(const json& messages, c
   auto name = [&](int32_t id) { return id >= 0 && id < tok.n_vocab() ? tok.token_text(id) : std::string(); };
   const std::string bos = name(tok.bos_id());
   auto text = apply_chat_template(*ctx.chat_template, rendered, true, bos, name(tok.eos_id()));
-  if (!text.ok()) return ApiError{400, "chat template: " + text.status().message(), "invalid_request_error", "messages", {}};
+  if (!text.ok())
+    return ApiError{400, "chat template: " + text.status().message(), "invalid_request_error", "messages", {}};
   const bool template_has_bos = !bos.empty() && text->rfind(bos, 0) == 0;
   return tok.encode(*text, /*add_special=*/!template_has_bos, /*parse_special=*/true);
 }
 
-std::variant<ParsedRequest, ApiError> parse_request(std::string_view body, Endpoint endpoint, const ProtocolContext& ctx) {
+std::variant<ParsedRequest, ApiError> parse_request(std::string_view body, Endpoint endpoint,
+                                                    const ProtocolContext& ctx) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return bad_request("the body is not valid JSON (or not valid UTF-8)", {}, "invalid_json");
   if (!j.is_object()) return bad_request("the body must be a JSON object", {}, "invalid_json");
@@ -270,7 +283,8 @@ std::variant<ParsedRequest, ApiError> parse_request(std::string_view body, Endpo
     if (!m->is_string()) return bad_request("model must be a string", "model");
     out.model = m->get<std::string>();
     if (out.model != ctx.served_model) {
-      return ApiError{404, "the model '" + out.model + "' does not exist; this server serves '" + ctx.served_model + "'",
+      return ApiError{404,
+                      "the model '" + out.model + "' does not exist; this server serves '" + ctx.served_model + "'",
                       "invalid_request_error", "model", "model_not_found"};
     }
   }

@@ -3,17 +3,16 @@
 // (`{"error": {"message", "type", "param", "code"}}`).
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
-#include "engine/generation_options.h"
 #include "template/chat_template.h"
+#include "tessera/generation_options.h"
 #include "tessera/status.h"
 #include "tokenizer/tokenizer.h"
 
@@ -42,7 +41,7 @@ enum class Endpoint { kCompletions, kChat };
 struct ProtocolContext {
   const Tokenizer* tokenizer = nullptr;  // null: token-id prompts only
   int32_t n_vocab = 0;
-  std::string served_model;               // the `model` name clients must use
+  std::string served_model;                     // the `model` name clients must use
   const ChatTemplate* chat_template = nullptr;  // null: chat is refused
 };
 
@@ -62,7 +61,8 @@ struct ParsedRequest {
 // completions and "until the context is full" for chat, a random seed.
 // Unknown fields are ignored; wrong types and out-of-range values are 400
 // errors naming the field; an unknown `model` is 404 model_not_found.
-std::variant<ParsedRequest, ApiError> parse_request(std::string_view body, Endpoint endpoint, const ProtocolContext& ctx);
+std::variant<ParsedRequest, ApiError> parse_request(std::string_view body, Endpoint endpoint,
+                                                    const ProtocolContext& ctx);
 
 // Renders chat `messages` (system / user / assistant / tool; content a string
 // or an array of {"type": "text", "text"} parts) with the template and

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/engine_metrics.h"
 #include "server/prometheus.h"
+#include "tessera/engine_metrics.h"
 
 namespace tessera::server {
 

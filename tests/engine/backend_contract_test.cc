@@ -12,7 +12,7 @@
 
 #include "backend/backend.h"
 #include "backend/registry.h"
-#include "engine/engine.h"
+#include "engine/engine_core.h"
 #include "test_support.h"
 
 namespace tessera {
@@ -43,6 +43,7 @@ class CheckingBackend final : public Backend {
     inner_->download(dst, src, bytes);
   }
   void synchronize() override { inner_->synchronize(); }
+  double measure_read_bandwidth() override { return inner_->measure_read_bandwidth(); }
   Result<std::unique_ptr<DeviceMatrix>> prepare_matrix(const WeightView& w, MatrixUse use) override {
     ++ops["prepare_matrix"];
     TESSERA_ASSIGN_OR_RETURN(auto m, inner_->prepare_matrix(w, use));
@@ -193,7 +194,7 @@ TEST(BackendContract, StoriesGoldenRunsThroughTheContractOnly) {
   CheckingBackend* checking = owned.get();
   EngineConfig cfg;
   cfg.ctx_size = 256;
-  auto engine = Engine::create(m, cfg, std::move(owned));
+  auto engine = EngineCore::create(m, cfg, std::move(owned));
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   EXPECT_EQ((*engine)->backend().name(), "checking(cpu)");
 

@@ -1,12 +1,11 @@
 // The continuous-batching engine on a real model: a request's tokens do not
 // depend on what runs beside it, on preemption, on prefix-cache hits or on
 // the prefill chunk size; blocks are all returned at the end.
-#include "engine/engine.h"
-
 #include <gtest/gtest.h>
 
 #include <map>
 
+#include "engine/engine_core.h"
 #include "test_support.h"
 
 namespace tessera {
@@ -49,7 +48,7 @@ std::vector<Job> make_jobs(const Model& m) {
 // Runs all jobs at once; returns each job's tokens.
 std::vector<std::vector<int32_t>> run_all(const Model& m, const std::vector<Job>& jobs, EngineConfig cfg,
                                           EngineMetrics* metrics = nullptr) {
-  auto engine = Engine::create(m, cfg);
+  auto engine = EngineCore::create(m, cfg);
   EXPECT_TRUE(engine.ok()) << engine.status().to_string();
   std::vector<std::vector<int32_t>> out(jobs.size());
   std::map<uint64_t, size_t> index;
@@ -117,7 +116,7 @@ TEST_F(EngineOnStories, TokensDoNotDependOnBatchingPreemptionOrCaching) {
 TEST_F(EngineOnStories, CachedPrefixIsReportedPerRequest) {
   EngineConfig cfg;
   cfg.ctx_size = 512;
-  auto engine = Engine::create(*model_, cfg);
+  auto engine = EngineCore::create(*model_, cfg);
   ASSERT_TRUE(engine.ok());
   std::vector<int32_t> cached;
   std::vector<std::vector<int32_t>> tokens;
@@ -144,7 +143,7 @@ TEST_F(EngineOnStories, CachedPrefixIsReportedPerRequest) {
 TEST_F(EngineOnStories, CancelFreesBlocksAndRefusesImpossibleRequests) {
   EngineConfig cfg;
   cfg.ctx_size = 256;
-  auto engine = Engine::create(*model_, cfg);
+  auto engine = EngineCore::create(*model_, cfg);
   ASSERT_TRUE(engine.ok());
   bool cancelled = false;
   GenerationOptions long_run;
@@ -169,7 +168,7 @@ TEST_F(EngineOnStories, CancelFreesBlocksAndRefusesImpossibleRequests) {
 TEST_F(EngineOnStories, BackgroundThreadServesConcurrentSubmitters) {
   EngineConfig cfg;
   cfg.ctx_size = 256;
-  auto engine = Engine::create(*model_, cfg);
+  auto engine = EngineCore::create(*model_, cfg);
   ASSERT_TRUE(engine.ok());
   (*engine)->start();
   std::mutex mu;

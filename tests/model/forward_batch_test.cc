@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kv/block_table.h"
+#include "core/cpu_features.h"
 #include "model_test_util.h"
 #include "test_support.h"
 

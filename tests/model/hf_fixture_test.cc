@@ -11,6 +11,7 @@
 #include "kv/block_table.h"
 #include "model_test_util.h"
 #include "sample/sampler.h"
+#include "core/cpu_features.h"
 #include "test_support.h"
 
 namespace tessera {

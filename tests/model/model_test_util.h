@@ -14,7 +14,7 @@
 #include "backend/communicator.h"
 #include "backend/registry.h"
 #include "core/thread_pool.h"
-#include "engine/engine.h"
+#include "engine/engine_core.h"
 #include "kv/block_pool.h"
 #include "kv/block_table.h"
 #include "model/model.h"
@@ -41,16 +41,16 @@ inline std::unique_ptr<Model> load_random_model(const RandomModelShape& shape, D
 
 // An engine for `model` on `backend`, its cache sized by kv_memory_bytes (if
 // non-zero) or ctx_tokens, K/V stored as kv_dtype.
-inline Result<std::unique_ptr<Engine>> make_engine(const Model& model, const BackendOptions& backend,
-                                                   uint64_t kv_memory_bytes, int64_t ctx_tokens,
-                                                   KvDtype kv_dtype = KvDtype::kF16) {
+inline Result<std::unique_ptr<EngineCore>> make_engine(const Model& model, const BackendOptions& backend,
+                                                       uint64_t kv_memory_bytes, int64_t ctx_tokens,
+                                                       KvDtype kv_dtype = KvDtype::kF16) {
   EngineConfig cfg;
   cfg.threads = backend.threads;
   cfg.backend = backend;
   cfg.kv_cache_memory = kv_memory_bytes;
   cfg.ctx_size = ctx_tokens;
   cfg.kv_dtype = kv_dtype;
-  return Engine::create(model, cfg);
+  return EngineCore::create(model, cfg);
 }
 
 // One request run to completion through the engine.
@@ -58,7 +58,7 @@ struct Generated {
   std::vector<ChoiceResult> choices;
   int32_t generated_tokens = 0;
 };
-inline Result<Generated> generate(Engine& engine, const std::vector<int32_t>& prompt, const GenerationOptions& opts,
+inline Result<Generated> generate(EngineCore& engine, const std::vector<int32_t>& prompt, const GenerationOptions& opts,
                                   const std::function<void(const StreamEvent&)>& on_event = {}) {
   Generated out;
   Status error;
@@ -78,7 +78,7 @@ inline Result<Generated> generate(Engine& engine, const std::vector<int32_t>& pr
 
 // Logits of every position of `ids` ([ids.size(), n_vocab]), scored by the
 // engine (prompt logits, nothing generated).
-inline std::vector<float> all_logits(Engine& engine, const std::vector<int32_t>& ids) {
+inline std::vector<float> all_logits(EngineCore& engine, const std::vector<int32_t>& ids) {
   GenerationOptions opts;
   opts.max_tokens = 0;
   opts.prompt_logits = true;
@@ -103,7 +103,7 @@ inline std::vector<float> all_logits(Engine& engine, const std::vector<int32_t>&
 }
 
 // Logits of the last position of `ids` ([n_vocab]).
-inline std::vector<float> last_logits(Engine& engine, const std::vector<int32_t>& ids) {
+inline std::vector<float> last_logits(EngineCore& engine, const std::vector<int32_t>& ids) {
   std::vector<float> all = all_logits(engine, ids);
   const auto nv = static_cast<size_t>(engine.vocab_size());
   if (all.size() < nv) return {};
@@ -111,7 +111,7 @@ inline std::vector<float> last_logits(Engine& engine, const std::vector<int32_t>
 }
 
 // n greedy tokens after `prompt` (plain argmax: EOS does not stop).
-inline std::vector<int32_t> greedy(Engine& engine, const std::vector<int32_t>& prompt, int n) {
+inline std::vector<int32_t> greedy(EngineCore& engine, const std::vector<int32_t>& prompt, int n) {
   GenerationOptions opts;
   opts.max_tokens = n;
   opts.sampling.temperature = 0;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "model_test_util.h"
+#include "core/cpu_features.h"
 #include "test_support.h"
 
 namespace tessera {

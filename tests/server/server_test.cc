@@ -41,7 +41,7 @@ class ServerTest : public ::testing::Test {
     EngineConfig cfg;
     cfg.ctx_size = 512;
     cfg.max_num_seqs = 128;
-    auto e = Engine::create(*model_, cfg);
+    auto e = EngineCore::create(*model_, cfg);
     ASSERT_TRUE(e.ok()) << e.status().to_string();
     engine_ = std::move(*e).release();
     engine_->start();
@@ -106,12 +106,12 @@ class ServerTest : public ::testing::Test {
   }
 
   static Model* model_;
-  static Engine* engine_;
+  static EngineCore* engine_;
   std::unique_ptr<Server> server_;
 };
 
 Model* ServerTest::model_ = nullptr;
-Engine* ServerTest::engine_ = nullptr;
+EngineCore* ServerTest::engine_ = nullptr;
 
 TEST_F(ServerTest, HealthAndModels) {
   const uint16_t port = start();

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/bandwidth.h"
 #include "backend/cpu/kv_buffer.h"
 #include "backend/cpu/paged_attention.h"
 #include "backend/cpu/weight_layout.h"
@@ -73,6 +74,10 @@ class CpuBackend final : public Backend {
     if (bytes > 0) std::memcpy(dst, src, bytes);
   }
   void synchronize() override {}
+  double measure_read_bandwidth() override {
+    if (!probe_) probe_ = std::make_unique<BandwidthProbe>(pool_);  // on the threads the ops run on
+    return probe_->measure();
+  }
 
   Result<std::unique_ptr<DeviceMatrix>> prepare_matrix(const WeightView& w, MatrixUse use) override {
     if (!supports_weight(w.dtype)) {
@@ -165,8 +170,9 @@ class CpuBackend final : public Backend {
   BackendOptions options_;
   Kernels k_;
   ThreadPool pool_;
-  const ForwardBatch* batch_ = nullptr;  // the staged step (read in place)
-  std::vector<uint8_t> scratch_;         // quantized activations for matmul
+  const ForwardBatch* batch_ = nullptr;    // the staged step (read in place)
+  std::vector<uint8_t> scratch_;           // quantized activations for matmul
+  std::unique_ptr<BandwidthProbe> probe_;  // 1 GiB, made on the first measurement
 };
 
 }  // namespace

@@ -9,9 +9,9 @@
 #include <memory>
 
 #include "backend/backend.h"
-#include "backend/backend_options.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/matmul.h"
+#include "tessera/backend_options.h"
 #include "tessera/status.h"
 
 namespace tessera::cpu {

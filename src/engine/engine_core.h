@@ -1,4 +1,4 @@
-// Engine: serves many requests at once with continuous batching. One step
+// EngineCore: serves many requests at once with continuous batching. One step
 // loop — schedule -> forward -> sample -> update -> stream — admits and
 // retires sequences at every step, mixes prefill chunks into decode batches
 // (chunked prefill, Agrawal et al. 2023 Sarathi), reuses the KV blocks of
@@ -23,10 +23,11 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/backend_options.h"
+#include "tessera/backend_options.h"
 #include "backend/communicator.h"
-#include "engine/engine_metrics.h"
-#include "engine/generation_options.h"
+#include "tessera/engine_metrics.h"
+#include "tessera/request_event.h"
+#include "tessera/generation_options.h"
 #include "engine/sequence.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
@@ -46,24 +47,7 @@ struct EngineConfig {
   bool enable_prefix_cache = true;
 };
 
-// What a request's callback receives. `finished` requests carry their results.
-struct RequestEvent {
-  uint64_t request_id = 0;
-  StreamEvent step;                                    // one choice's new token / text (step.token < 0: none)
-  bool request_finished = false;                       // every choice ended (or the request failed / was cancelled)
-  const std::vector<ChoiceResult>* results = nullptr;  // when request_finished
-  const RequestMetrics* metrics = nullptr;             // when request_finished
-  Status error;                                        // non-ok when the request failed
-  bool cancelled = false;                              // finished by cancel()
-  // GenerationOptions::prompt_logits: rows [prompt_logits_rows, n_vocab] of
-  // prompt positions prompt_logits_begin.. (each position delivered once,
-  // in order; valid during the callback only). Null otherwise.
-  const float* prompt_logits = nullptr;
-  int32_t prompt_logits_begin = 0;
-  int32_t prompt_logits_rows = 0;
-};
-
-class Engine {
+class EngineCore {
  public:
   using Callback = std::function<void(const RequestEvent&)>;
 
@@ -71,12 +55,12 @@ class Engine {
   // config.threads threads), prepares the weights on it once and allocates
   // the KV cache there. Errors: invalid config, an unknown device, a weight
   // type the backend cannot run, KV cache allocation.
-  static Result<std::unique_ptr<Engine>> create(const Model& model, const EngineConfig& config);
+  static Result<std::unique_ptr<EngineCore>> create(const Model& model, const EngineConfig& config);
   // The same on a backend the caller made (a test backend, for instance);
   // config.backend is then ignored.
-  static Result<std::unique_ptr<Engine>> create(const Model& model, const EngineConfig& config,
+  static Result<std::unique_ptr<EngineCore>> create(const Model& model, const EngineConfig& config,
                                                 std::unique_ptr<Backend> backend);
-  ~Engine();
+  ~EngineCore();
 
   // Queues a request (thread-safe). Errors, at once: invalid options, an
   // empty prompt, or one that can never fit (prompt + max_tokens beyond the
@@ -98,12 +82,13 @@ class Engine {
   const KvCacheSpec& kv_spec() const { return kv_cache_->spec(); }
   // The backend the model runs on (e.g. for its describe() line).
   const Backend& backend() const { return *backend_; }
+  Backend& backend() { return *backend_; }
   int64_t context_tokens() const { return config_.ctx_size; }
   int32_t vocab_size() const { return model_.config().n_vocab; }
 
  private:
   struct Request;
-  Engine(const Model& model, const EngineConfig& config, std::unique_ptr<Backend> backend,
+  EngineCore(const Model& model, const EngineConfig& config, std::unique_ptr<Backend> backend,
          std::unique_ptr<Communicator> comm, std::unique_ptr<KvCache> kv, std::unique_ptr<Transformer> transformer);
   void drain_inbox();
   void finish_request(Request& r, const Status& error, bool cancelled = false);

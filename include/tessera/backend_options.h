@@ -1,19 +1,19 @@
 // BackendOptions: which backend runs the model and its switches. Passed from
 // the CLI (flags, and the TESSERA_* environment aliases it reads) or an
-// embedding program; the library reads no environment variable itself.
+// embedding program (tessera/engine.h); the library reads no environment variable itself.
 #pragma once
 
 #include <optional>
 #include <string>
 
-#include "core/cpu_features.h"
+#include "tessera/isa.h"
 
 namespace tessera {
 
 struct BackendOptions {
-  std::string device = "cpu";  // a name from backend_names() (backend/registry.h)
+  std::string device = "cpu";  // a backend this build has ("cpu"; see `tessera --version`)
   int threads = 1;             // CPU threads (the caller's included), >= 1
-  // CPU: the SIMD path; nullopt = the best this CPU supports (best_isa()).
+  // CPU: the SIMD path; nullopt = the best this CPU supports.
   // One the CPU lacks is an error at create time.
   std::optional<Isa> isa;
   // CPU: use the register-tiled kernels and the x16 weight layout where the

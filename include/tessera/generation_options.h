@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "sample/logprobs.h"
-#include "sample/sampling_params.h"
+#include "tessera/logprobs.h"
+#include "tessera/sampling_params.h"
 #include "tessera/status.h"
 
 namespace tessera {

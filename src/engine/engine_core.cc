@@ -1,0 +1,371 @@
+#include "engine/engine_core.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <string>
+
+#include "backend/registry.h"
+
+namespace tessera {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+constexpr int kChoiceBits = 8;  // SeqSlot id = request id << 8 | choice (n <= 128)
+
+}  // namespace
+
+double RequestMetrics::tpot_ms() const {
+  return itl_ms.empty() ? 0 : std::accumulate(itl_ms.begin(), itl_ms.end(), 0.0) / static_cast<double>(itl_ms.size());
+}
+
+struct EngineCore::Request {
+  uint64_t id = 0;
+  std::vector<int32_t> prompt;
+  GenerationOptions options;
+  Callback callback;
+  int32_t priority = 0;
+  int64_t max_total_tokens = 0;
+  std::vector<std::unique_ptr<Sequence>> seqs;  // [n]
+  std::vector<std::unique_ptr<SeqSlot>> slots;  // [n]
+  int32_t n_finished = 0;
+  Clock::time_point arrival;
+  Clock::time_point last_token;
+  bool scheduled = false;
+  bool has_token = false;
+  RequestMetrics metrics;
+  std::vector<ChoiceResult> results;
+  int32_t prompt_logits_next = 0;  // first prompt position whose logits are not yet delivered
+};
+
+Result<std::unique_ptr<EngineCore>> EngineCore::create(const Model& model, const EngineConfig& config) {
+  BackendOptions options = config.backend;
+  options.threads = config.threads;
+  TESSERA_ASSIGN_OR_RETURN(auto backend, create_backend(options));
+  return create(model, config, std::move(backend));
+}
+
+Result<std::unique_ptr<EngineCore>> EngineCore::create(const Model& model, const EngineConfig& config,
+                                               std::unique_ptr<Backend> backend) {
+  if (config.max_num_seqs < 1) return invalid_argument("--max-num-seqs must be >= 1");
+  if (config.max_num_batched_tokens < 1) return invalid_argument("--max-num-batched-tokens must be >= 1");
+  if (config.ctx_size < 2) return invalid_argument("--ctx-size must be >= 2");
+  const ModelConfig& c = model.config();
+  KvCacheSpec spec;
+  spec.n_layers = c.n_layers;
+  spec.n_kv_heads = c.n_kv_heads;
+  spec.head_dim = c.head_dim;
+  spec.dtype = config.kv_dtype;
+  TESSERA_RETURN_IF_ERROR(size_kv_cache(spec, config.kv_cache_memory, config.ctx_size));
+  auto comm = make_single_rank_communicator();
+  TESSERA_ASSIGN_OR_RETURN(auto transformer, Transformer::create(c, model.weights(), *backend, *comm));
+  TESSERA_ASSIGN_OR_RETURN(auto kv, backend->create_kv_cache(spec));
+  EngineConfig cfg = config;
+  // One sequence may use the whole cache when it is sized by memory.
+  if (config.kv_cache_memory > 0) cfg.ctx_size = spec.capacity_tokens();
+  return std::unique_ptr<EngineCore>(
+      new EngineCore(model, cfg, std::move(backend), std::move(comm), std::move(kv), std::move(transformer)));
+}
+
+EngineCore::EngineCore(const Model& model, const EngineConfig& config, std::unique_ptr<Backend> backend,
+               std::unique_ptr<Communicator> comm, std::unique_ptr<KvCache> kv,
+               std::unique_ptr<Transformer> transformer)
+    : model_(model),
+      config_(config),
+      backend_(std::move(backend)),
+      comm_(std::move(comm)),
+      kv_cache_(std::move(kv)),
+      transformer_(std::move(transformer)),
+      kv_(kv_cache_->spec().num_blocks, kv_cache_->spec().block_size, config.enable_prefix_cache,
+          static_cast<uint64_t>(kv_cache_->spec().dtype) * 0x100000001b3ull ^ std::hash<std::string>{}(model.path())),
+      scheduler_(SchedulerConfig{config.max_num_seqs, config.max_num_batched_tokens, config.ctx_size}, kv_) {}
+
+EngineCore::~EngineCore() {
+  stop();
+}
+
+Result<uint64_t> EngineCore::submit(std::vector<int32_t> prompt, const GenerationOptions& options, Callback on_event,
+                                int32_t priority) {
+  TESSERA_RETURN_IF_ERROR(options.validate(model_.config().n_vocab));
+  if (!options.stop.empty() && !model_.has_tokenizer()) return invalid_argument("stop strings need a tokenizer");
+  if (prompt.empty()) return out_of_range("the prompt is empty");
+  for (int32_t id : prompt) {
+    if (id < 0 || id >= model_.config().n_vocab)
+      return invalid_argument("prompt token " + std::to_string(id) + " is outside the vocabulary");
+  }
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
+  const int64_t ctx = config_.ctx_size;
+  if (n_prompt >= ctx) {
+    return out_of_range("the prompt has " + std::to_string(n_prompt) + " tokens but the context holds " +
+                        std::to_string(ctx));
+  }
+  const int64_t max_total = options.max_tokens < 0 ? ctx : n_prompt + options.max_tokens;
+  if (max_total > ctx) {
+    return out_of_range("the prompt (" + std::to_string(n_prompt) + " tokens) plus max_tokens (" +
+                        std::to_string(options.max_tokens) + ") exceeds the context length " + std::to_string(ctx));
+  }
+  const int64_t bs = kv_cache_->spec().block_size;
+  if ((max_total + bs - 1) / bs > kv_cache_->spec().num_blocks) {
+    return out_of_range("the prompt plus max_tokens (" + std::to_string(max_total) +
+                        " tokens) can never fit in the KV cache (" +
+                        std::to_string(kv_cache_->spec().capacity_tokens()) + " tokens)");
+  }
+  auto r = std::make_unique<Request>();
+  r->id = next_id_.fetch_add(1);
+  r->prompt = std::move(prompt);
+  r->options = options;
+  r->callback = std::move(on_event);
+  r->priority = priority;
+  r->max_total_tokens = max_total;
+  r->arrival = Clock::now();
+  const uint64_t id = r->id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.push_back(std::move(r));
+  }
+  cv_.notify_all();
+  return id;
+}
+
+void EngineCore::cancel(uint64_t request_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancels_.push_back(request_id);
+  }
+  cv_.notify_all();
+}
+
+void EngineCore::drain_inbox() {
+  std::vector<std::unique_ptr<Request>> inbox;
+  std::vector<uint64_t> cancels;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox.swap(inbox_);
+    cancels.swap(cancels_);
+  }
+  for (auto& r : inbox) {
+    for (int32_t i = 0; i < r->options.n; ++i) {
+      r->seqs.push_back(std::make_unique<Sequence>(model_, r->options, r->prompt, i, config_.ctx_size));
+      r->slots.push_back(std::make_unique<SeqSlot>((r->id << kChoiceBits) | static_cast<uint64_t>(i), r->priority,
+                                                   arrivals_++, &r->seqs.back()->tokens(), r->max_total_tokens,
+                                                   kv_cache_->spec().block_size));
+      r->slots.back()->use_prefix_cache = !r->options.prompt_logits;
+    }
+    Request& req = *r;
+    requests_.emplace(r->id, std::move(r));
+    for (auto& slot : req.slots) {
+      const Status st = scheduler_.add(slot.get());
+      if (!st.ok()) {
+        finish_request(req, st);
+        break;
+      }
+    }
+  }
+  for (uint64_t id : cancels) {
+    auto it = requests_.find(id);
+    if (it != requests_.end()) finish_request(*it->second, Status(), /*cancelled=*/true);
+  }
+}
+
+void EngineCore::finish_request(Request& r, const Status& error, bool cancelled) {
+  for (size_t i = 0; i < r.slots.size(); ++i) {
+    if (r.slots[i]->status != SeqStatus::kFinished) scheduler_.finish(r.slots[i].get());
+  }
+  const auto now = Clock::now();
+  r.metrics.e2e_ms = ms_between(r.arrival, now);
+  r.metrics.prompt_tokens = static_cast<int32_t>(r.prompt.size());
+  r.metrics.cached_tokens = r.slots.empty() ? 0 : static_cast<int32_t>(r.slots[0]->num_cached);
+  for (auto& slot : r.slots) r.metrics.preemptions += slot->num_preemptions;
+  for (auto& s : r.seqs) r.results.push_back(s->result());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!error.ok() || cancelled) {
+      ++metrics_.finished_cancelled;
+    } else {
+      for (const auto& res : r.results)
+        ++(res.finish == FinishReason::kStop ? metrics_.finished_stop : metrics_.finished_length);
+    }
+  }
+  RequestEvent ev;
+  ev.request_id = r.id;
+  ev.request_finished = true;
+  ev.results = &r.results;
+  ev.metrics = &r.metrics;
+  ev.error = error;
+  ev.cancelled = cancelled;
+  if (r.callback) r.callback(ev);
+  requests_.erase(r.id);
+}
+
+Status EngineCore::run_forward(const SchedulerOutput& out, std::vector<float>& logits, std::vector<ItemRows>& rows) {
+  ForwardBatch b;
+  int64_t prompt_tokens = 0;
+  rows.clear();
+  for (const ScheduledSeq& item : out.scheduled) {
+    const SeqSlot& s = *item.seq;
+    const Request& r = *requests_.at(s.id >> kChoiceBits);
+    // A prompt chunk of a request that wants its prompt's logits: every row.
+    const bool all = r.options.prompt_logits && s.num_computed < static_cast<int64_t>(r.prompt.size());
+    const auto kind = all ? ForwardBatch::Logits::kAll
+                          : (item.needs_logits ? ForwardBatch::Logits::kLast : ForwardBatch::Logits::kNone);
+    ItemRows ir;
+    ir.first = static_cast<int32_t>(b.logits_rows.size());
+    ir.n = all ? item.num_new_tokens : (item.needs_logits ? 1 : 0);
+    ir.position = static_cast<int32_t>(all ? s.num_computed : s.num_computed + item.num_new_tokens - 1);
+    rows.push_back(ir);
+    b.append(*s.tokens, s.num_computed, s.num_computed + item.num_new_tokens, s.table, kind);
+    if (item.num_new_tokens > 1 || !item.needs_logits) prompt_tokens += item.num_new_tokens;
+  }
+  const auto t0 = Clock::now();
+  const Status st = transformer_->forward(b, *kv_cache_, logits);
+  const double ms = ms_between(t0, Clock::now());
+  std::lock_guard<std::mutex> lock(mu_);
+  ++metrics_.steps;
+  metrics_.prompt_tokens_computed += prompt_tokens;
+  (prompt_tokens > 0 ? metrics_.prefill_ms : metrics_.decode_ms) += ms;
+  if (prompt_tokens == 0) metrics_.decode_tokens += b.n_tokens();
+  return st;
+}
+
+bool EngineCore::step() {
+  drain_inbox();
+  const SchedulerOutput out = scheduler_.schedule();
+  if (out.scheduled.empty()) {
+    publish_gauges();
+    return !requests_.empty();
+  }
+  const auto now = Clock::now();
+  for (const ScheduledSeq& item : out.scheduled) {
+    Request& r = *requests_.at(item.seq->id >> kChoiceBits);
+    if (!r.scheduled) {
+      r.scheduled = true;
+      r.metrics.queue_ms = ms_between(r.arrival, now);
+    }
+  }
+  std::vector<float> logits;
+  std::vector<ItemRows> rows;  // [out.scheduled.size()]
+  if (Status st = run_forward(out, logits, rows); !st.ok()) {
+    // Never expected (batches are built valid): fail the requests involved.
+    for (const ScheduledSeq& item : out.scheduled) {
+      auto it = requests_.find(item.seq->id >> kChoiceBits);
+      if (it != requests_.end()) finish_request(*it->second, st);
+    }
+    publish_gauges();
+    return true;
+  }
+  scheduler_.on_step_done(out);
+  const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
+  int64_t generated = 0;
+  for (size_t k = 0; k < out.scheduled.size(); ++k) {
+    const ScheduledSeq& item = out.scheduled[k];
+    const ItemRows& ir = rows[k];
+    auto it = requests_.find(item.seq->id >> kChoiceBits);
+    if (it == requests_.end()) continue;  // finished earlier in this loop
+    Request& r = *it->second;
+    if (r.options.prompt_logits && ir.n > 0) {
+      // Prompt positions not delivered before (a recomputation after
+      // preemption repeats some); positions past the prompt are not prompt logits.
+      const int32_t begin = std::max(ir.position, r.prompt_logits_next);
+      const int32_t end = std::min(ir.position + ir.n, static_cast<int32_t>(r.prompt.size()));
+      if (begin < end && r.callback) {
+        RequestEvent pe;
+        pe.request_id = r.id;
+        pe.prompt_logits = &logits[static_cast<size_t>(ir.first + begin - ir.position) * n_vocab];
+        pe.prompt_logits_begin = begin;
+        pe.prompt_logits_rows = end - begin;
+        r.callback(pe);
+      }
+      r.prompt_logits_next = std::max(r.prompt_logits_next, end);
+    }
+    if (!item.needs_logits) continue;
+    const std::span<const float> row_logits(&logits[static_cast<size_t>(ir.first + ir.n - 1) * n_vocab], n_vocab);
+    const auto choice = static_cast<size_t>(item.seq->id & ((1u << kChoiceBits) - 1));
+    auto ev = r.seqs[choice]->on_logits(row_logits);
+    if (!ev.ok()) {
+      finish_request(r, ev.status());
+      continue;
+    }
+    const auto t = Clock::now();
+    if (ev->token >= 0) {
+      ++generated;
+      ++r.metrics.generated_tokens;
+      if (!r.has_token) {
+        r.has_token = true;
+        r.metrics.ttft_ms = ms_between(r.arrival, t);
+      } else if (choice == 0) {
+        r.metrics.itl_ms.push_back(ms_between(r.last_token, t));
+      }
+      if (choice == 0) r.last_token = t;
+    }
+    if (r.callback && (ev->token >= 0 || !ev->text.empty())) {
+      RequestEvent re;
+      re.request_id = r.id;
+      re.step = std::move(*ev);
+      r.callback(re);
+    }
+    if (r.seqs[choice]->finished()) {
+      scheduler_.finish(r.slots[choice].get());
+      if (++r.n_finished == static_cast<int32_t>(r.seqs.size())) finish_request(r, Status());
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    metrics_.generated_tokens += generated;
+  }
+  publish_gauges();
+  return true;
+}
+
+void EngineCore::publish_gauges() {
+  std::lock_guard<std::mutex> lock(mu_);
+  metrics_.running = scheduler_.num_running();
+  metrics_.waiting = scheduler_.num_waiting() + static_cast<int32_t>(inbox_.size());
+  metrics_.kv_blocks_used = kv_.num_used();
+  metrics_.kv_blocks_free = kv_.num_available();
+  metrics_.prefix_query_tokens = kv_.stats().query_tokens;
+  metrics_.prefix_hit_tokens = kv_.stats().hit_tokens;
+  metrics_.preemptions = scheduler_.num_preemptions();
+}
+
+void EngineCore::run_until_idle() {
+  for (;;) {
+    bool pending;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pending = !inbox_.empty() || !cancels_.empty();
+    }
+    if (!step() && !pending) return;
+  }
+}
+
+void EngineCore::start() {
+  stop_.store(false);
+  thread_ = std::thread([this] {
+    while (!stop_.load()) {
+      if (!step()) {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_for(lock, std::chrono::milliseconds(50),
+                     [this] { return stop_.load() || !inbox_.empty() || !cancels_.empty(); });
+      }
+    }
+  });
+}
+
+void EngineCore::stop() {
+  stop_.store(true);
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+EngineMetrics EngineCore::metrics() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return metrics_;
+}
+
+}  // namespace tessera
