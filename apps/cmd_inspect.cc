@@ -14,6 +14,7 @@
 #include "kv/kv_cache_spec.h"
 #include "model/hf_config.h"
 #include "model/model_config.h"
+#include "model/tensor_names.h"
 
 namespace tessera::cli {
 
@@ -43,7 +44,7 @@ void print_config(const ModelConfig& c) {
                c.rope_scaling.factor, c.rope_scaling.low_freq_factor, c.rope_scaling.high_freq_factor,
                c.rope_scaling.original_context);
   } else if (!c.rope_freq_factors.empty()) {
-    fmt::print("rope scaling: per-frequency factors (rope_freqs.weight)\n");
+    fmt::print("rope scaling: per-frequency factors ({})\n", gguf_tensor_name(TensorRole::kRopeFreqs));
   }
   fmt::print("KV bytes per token (f16): {} = 2 x {} layers x {} kv heads x {} head dim x 2 bytes\n",
              spec.bytes_per_token(), spec.n_layers, spec.n_kv_heads, spec.head_dim);

@@ -14,6 +14,7 @@
 #include "formats/safetensors.h"
 #include "model/hf_tensor_source.h"
 #include "model/model.h"
+#include "model/tensor_names.h"
 #include "tokenizer/bpe_tokenizer.h"
 
 namespace tessera {
@@ -78,28 +79,29 @@ std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
 
 // GGUF tensor names of the model, in llama.cpp's order.
 std::vector<std::string> tensor_names(const ModelConfig& c, bool with_output) {
-  std::vector<std::string> names = {"token_embd.weight", "output_norm.weight"};
-  if (with_output) names.push_back("output.weight");
+  std::vector<std::string> names = {gguf_tensor_name(TensorRole::kTokenEmbd),
+                                    gguf_tensor_name(TensorRole::kOutputNorm)};
+  if (with_output) names.push_back(gguf_tensor_name(TensorRole::kOutput));
   for (int i = 0; i < c.n_layers; ++i) {
-    const std::string p = "blk." + std::to_string(i) + ".";
-    names.push_back(p + "attn_norm.weight");
+    auto add = [&names, i](TensorRole role) { names.push_back(gguf_tensor_name(role, i)); };
+    add(TensorRole::kAttnNorm);
     if (c.arch.fused_qkv) {
-      names.push_back(p + "attn_qkv.weight");
+      add(TensorRole::kAttnQkv);
     } else {
-      for (const char* t : {"attn_q", "attn_k", "attn_v"}) names.push_back(p + t + ".weight");
+      for (TensorRole r : {TensorRole::kAttnQ, TensorRole::kAttnK, TensorRole::kAttnV}) add(r);
     }
     if (c.arch.qkv_bias) {
-      for (const char* t : {"attn_q", "attn_k", "attn_v"}) names.push_back(p + t + ".bias");
+      for (TensorRole r : {TensorRole::kAttnQBias, TensorRole::kAttnKBias, TensorRole::kAttnVBias}) add(r);
     }
     if (c.arch.qk_norm) {
-      names.push_back(p + "attn_q_norm.weight");
-      names.push_back(p + "attn_k_norm.weight");
+      add(TensorRole::kAttnQNorm);
+      add(TensorRole::kAttnKNorm);
     }
-    names.push_back(p + "attn_output.weight");
-    names.push_back(p + "ffn_norm.weight");
-    if (!c.arch.fused_gate_up) names.push_back(p + "ffn_gate.weight");
-    names.push_back(p + "ffn_up.weight");
-    names.push_back(p + "ffn_down.weight");
+    add(TensorRole::kAttnOutput);
+    add(TensorRole::kFfnNorm);
+    if (!c.arch.fused_gate_up) add(TensorRole::kFfnGate);
+    add(TensorRole::kFfnUp);
+    add(TensorRole::kFfnDown);
   }
   return names;
 }
@@ -281,7 +283,7 @@ Result<ConvertSummary> convert_hf_to_gguf(const std::string& hf_dir, const std::
     summary.wrote_tokenizer = true;
   }
 
-  const bool with_output = source.find("output.weight").has_value() && !tied_embeddings(dir);
+  const bool with_output = source.find(gguf_tensor_name(TensorRole::kOutput)).has_value() && !tied_embeddings(dir);
   bool noted_q8_fallback = false;
   for (const std::string& gguf_name : tensor_names(c, with_output)) {
     const std::optional<TensorRef> t = source.find(gguf_name);
@@ -296,7 +298,8 @@ Result<ConvertSummary> convert_hf_to_gguf(const std::string& hf_dir, const std::
         noted_q8_fallback = true;
       }
     }
-    const bool rope_rows = permute && (ends_with(gguf_name, "attn_q.weight") || ends_with(gguf_name, "attn_k.weight"));
+    const bool rope_rows = permute && (ends_with(gguf_name, tensor_name_entry(TensorRole::kAttnQ).gguf) ||
+                                       ends_with(gguf_name, tensor_name_entry(TensorRole::kAttnK).gguf));
     std::vector<uint8_t> bytes = convert_tensor(*t, type, rope_rows ? c.head_dim : 0);
     int64_t elems = 1;
     for (int64_t d : t->shape) elems *= d;
@@ -309,7 +312,8 @@ Result<ConvertSummary> convert_hf_to_gguf(const std::string& hf_dir, const std::
     const std::vector<float> freqs = llama3_rope_freqs(c);
     summary.tensor_bytes += freqs.size() * sizeof(float);
     ++summary.n_tensors;
-    w.add_tensor("rope_freqs.weight", {static_cast<int64_t>(freqs.size())}, DType::kF32, f32_bytes(freqs));
+    w.add_tensor(gguf_tensor_name(TensorRole::kRopeFreqs), {static_cast<int64_t>(freqs.size())}, DType::kF32,
+                 f32_bytes(freqs));
   }
   TESSERA_RETURN_IF_ERROR(w.write(out_path));
   return summary;

@@ -7,6 +7,7 @@
 
 #include "model/hf_tensor_source.h"
 #include "model/quantize_model.h"
+#include "model/tensor_names.h"
 #include "model/tensor_source.h"
 
 namespace tessera {
@@ -52,8 +53,9 @@ Status Model::load_gguf(const std::string& path) {
   TESSERA_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::open(path));
   gguf_ = std::make_unique<GgufFile>(std::move(gguf));
   TESSERA_ASSIGN_OR_RETURN(config_, model_config_from_gguf(*gguf_));
-  const GgufTensorInfo* emb = gguf_->find_tensor("token_embd.weight");
-  if (emb == nullptr || emb->shape.size() != 2) return not_found(path + ": missing tensor 'token_embd.weight'");
+  const std::string emb_name = gguf_tensor_name(TensorRole::kTokenEmbd);
+  const GgufTensorInfo* emb = gguf_->find_tensor(emb_name);
+  if (emb == nullptr || emb->shape.size() != 2) return not_found(path + ": missing tensor '" + emb_name + "'");
   if (config_.n_vocab == 0) config_.n_vocab = static_cast<int>(emb->shape[1]);
   TESSERA_ASSIGN_OR_RETURN(weights_, bind_weights(GgufTensorSource(*gguf_), config_));
   if (gguf_->find("tokenizer.ggml.model") != nullptr) {  // weights-only files run from token ids

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "model/architecture.h"
+#include "model/tensor_names.h"
 
 namespace tessera {
 
@@ -32,12 +33,12 @@ Result<float> get_float_or(const GgufFile& g, const std::string& key, float fall
 // llama.cpp's rope_freqs.weight: f32 [n_rot / 2] divisors of the RoPE frequencies.
 Result<std::vector<float>> read_rope_freqs(const GgufFile& g, const GgufTensorInfo& t, int n_rot) {
   if (t.dtype != DType::kF32 || t.shape.size() != 1 || t.shape[0] != n_rot / 2) {
-    return invalid_argument(g.name() + ": tensor 'rope_freqs.weight' must be f32 [" + std::to_string(n_rot / 2) + "]");
+    return invalid_argument(g.name() + ": tensor '" + t.name + "' must be f32 [" + std::to_string(n_rot / 2) + "]");
   }
   std::vector<float> out(static_cast<size_t>(n_rot / 2));
   std::memcpy(out.data(), t.data, out.size() * sizeof(float));
   for (float v : out) {
-    if (!(v > 0) || !std::isfinite(v)) return invalid_argument(g.name() + ": rope_freqs.weight values must be positive");
+    if (!(v > 0) || !std::isfinite(v)) return invalid_argument(g.name() + ": " + t.name + " values must be positive");
   }
   return out;
 }
@@ -127,7 +128,7 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& g) {
       return unimplemented(g.name() + ": rope scaling type '" + *st + "'");
     }
   }
-  if (const GgufTensorInfo* t = g.find_tensor("rope_freqs.weight"); t != nullptr) {
+  if (const GgufTensorInfo* t = g.find_tensor(gguf_tensor_name(TensorRole::kRopeFreqs)); t != nullptr) {
     TESSERA_ASSIGN_OR_RETURN(c.rope_freq_factors, read_rope_freqs(g, *t, c.n_rot));
     if (c.rope_scaling.type == RopeScalingType::kLlama3) c.rope_scaling = RopeScaling{};
   }

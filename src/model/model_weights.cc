@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/quant_ref.h"
+#include "model/tensor_names.h"
 
 namespace tessera {
 
@@ -59,41 +60,41 @@ WeightView row_range(const WeightView& m, int64_t begin, int64_t rows) {
 }
 
 Result<LayerWeights> bind_layer(const Binder& b, const ModelConfig& c, int layer) {
-  const std::string p = "blk." + std::to_string(layer) + ".";
+  auto name = [layer](TensorRole role) { return gguf_tensor_name(role, layer); };
   const int64_t q_dim = static_cast<int64_t>(c.n_heads) * c.head_dim;
   const int64_t kv_dim = static_cast<int64_t>(c.n_kv_heads) * c.head_dim;
   LayerWeights l;
-  TESSERA_ASSIGN_OR_RETURN(l.attn_norm, b.vector_f32(p + "attn_norm.weight", c.n_embd));
+  TESSERA_ASSIGN_OR_RETURN(l.attn_norm, b.vector_f32(name(TensorRole::kAttnNorm), c.n_embd));
   if (c.arch.fused_qkv) {
-    TESSERA_ASSIGN_OR_RETURN(WeightView qkv, b.matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, c.n_embd));
+    TESSERA_ASSIGN_OR_RETURN(WeightView qkv, b.matrix(name(TensorRole::kAttnQkv), q_dim + 2 * kv_dim, c.n_embd));
     l.wq = row_range(qkv, 0, q_dim);
     l.wk = row_range(qkv, q_dim, kv_dim);
     l.wv = row_range(qkv, q_dim + kv_dim, kv_dim);
   } else {
-    TESSERA_ASSIGN_OR_RETURN(l.wq, b.matrix(p + "attn_q.weight", q_dim, c.n_embd));
-    TESSERA_ASSIGN_OR_RETURN(l.wk, b.matrix(p + "attn_k.weight", kv_dim, c.n_embd));
-    TESSERA_ASSIGN_OR_RETURN(l.wv, b.matrix(p + "attn_v.weight", kv_dim, c.n_embd));
+    TESSERA_ASSIGN_OR_RETURN(l.wq, b.matrix(name(TensorRole::kAttnQ), q_dim, c.n_embd));
+    TESSERA_ASSIGN_OR_RETURN(l.wk, b.matrix(name(TensorRole::kAttnK), kv_dim, c.n_embd));
+    TESSERA_ASSIGN_OR_RETURN(l.wv, b.matrix(name(TensorRole::kAttnV), kv_dim, c.n_embd));
   }
   if (c.arch.qkv_bias) {
-    TESSERA_ASSIGN_OR_RETURN(l.bq, b.vector_f32(p + "attn_q.bias", q_dim));
-    TESSERA_ASSIGN_OR_RETURN(l.bk, b.vector_f32(p + "attn_k.bias", kv_dim));
-    TESSERA_ASSIGN_OR_RETURN(l.bv, b.vector_f32(p + "attn_v.bias", kv_dim));
+    TESSERA_ASSIGN_OR_RETURN(l.bq, b.vector_f32(name(TensorRole::kAttnQBias), q_dim));
+    TESSERA_ASSIGN_OR_RETURN(l.bk, b.vector_f32(name(TensorRole::kAttnKBias), kv_dim));
+    TESSERA_ASSIGN_OR_RETURN(l.bv, b.vector_f32(name(TensorRole::kAttnVBias), kv_dim));
   }
   if (c.arch.qk_norm) {
-    TESSERA_ASSIGN_OR_RETURN(l.q_norm, b.vector_f32(p + "attn_q_norm.weight", c.head_dim));
-    TESSERA_ASSIGN_OR_RETURN(l.k_norm, b.vector_f32(p + "attn_k_norm.weight", c.head_dim));
+    TESSERA_ASSIGN_OR_RETURN(l.q_norm, b.vector_f32(name(TensorRole::kAttnQNorm), c.head_dim));
+    TESSERA_ASSIGN_OR_RETURN(l.k_norm, b.vector_f32(name(TensorRole::kAttnKNorm), c.head_dim));
   }
-  TESSERA_ASSIGN_OR_RETURN(l.wo, b.matrix(p + "attn_output.weight", c.n_embd, q_dim));
-  TESSERA_ASSIGN_OR_RETURN(l.ffn_norm, b.vector_f32(p + "ffn_norm.weight", c.n_embd));
+  TESSERA_ASSIGN_OR_RETURN(l.wo, b.matrix(name(TensorRole::kAttnOutput), c.n_embd, q_dim));
+  TESSERA_ASSIGN_OR_RETURN(l.ffn_norm, b.vector_f32(name(TensorRole::kFfnNorm), c.n_embd));
   if (c.arch.fused_gate_up) {
-    TESSERA_ASSIGN_OR_RETURN(WeightView gate_up, b.matrix(p + "ffn_up.weight", 2 * int64_t{c.n_ff}, c.n_embd));
+    TESSERA_ASSIGN_OR_RETURN(WeightView gate_up, b.matrix(name(TensorRole::kFfnUp), 2 * int64_t{c.n_ff}, c.n_embd));
     l.w_gate = row_range(gate_up, 0, c.n_ff);
     l.w_up = row_range(gate_up, c.n_ff, c.n_ff);
   } else {
-    TESSERA_ASSIGN_OR_RETURN(l.w_gate, b.matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd));
-    TESSERA_ASSIGN_OR_RETURN(l.w_up, b.matrix(p + "ffn_up.weight", c.n_ff, c.n_embd));
+    TESSERA_ASSIGN_OR_RETURN(l.w_gate, b.matrix(name(TensorRole::kFfnGate), c.n_ff, c.n_embd));
+    TESSERA_ASSIGN_OR_RETURN(l.w_up, b.matrix(name(TensorRole::kFfnUp), c.n_ff, c.n_embd));
   }
-  TESSERA_ASSIGN_OR_RETURN(l.w_down, b.matrix(p + "ffn_down.weight", c.n_embd, c.n_ff));
+  TESSERA_ASSIGN_OR_RETURN(l.w_down, b.matrix(name(TensorRole::kFfnDown), c.n_embd, c.n_ff));
   return l;
 }
 
@@ -111,10 +112,10 @@ uint64_t ModelWeights::matrix_bytes() const {
 Result<ModelWeights> bind_weights(const TensorSource& source, const ModelConfig& c) {
   const Binder b(source);
   ModelWeights w;
-  TESSERA_ASSIGN_OR_RETURN(w.token_embd, b.matrix("token_embd.weight", c.n_vocab, c.n_embd));
-  TESSERA_ASSIGN_OR_RETURN(w.output_norm, b.vector_f32("output_norm.weight", c.n_embd));
-  if (source.find("output.weight")) {
-    TESSERA_ASSIGN_OR_RETURN(w.output, b.matrix("output.weight", c.n_vocab, c.n_embd));
+  TESSERA_ASSIGN_OR_RETURN(w.token_embd, b.matrix(gguf_tensor_name(TensorRole::kTokenEmbd), c.n_vocab, c.n_embd));
+  TESSERA_ASSIGN_OR_RETURN(w.output_norm, b.vector_f32(gguf_tensor_name(TensorRole::kOutputNorm), c.n_embd));
+  if (source.find(gguf_tensor_name(TensorRole::kOutput))) {
+    TESSERA_ASSIGN_OR_RETURN(w.output, b.matrix(gguf_tensor_name(TensorRole::kOutput), c.n_vocab, c.n_embd));
   } else {
     w.output = w.token_embd;
   }

@@ -10,6 +10,7 @@
 #include "formats/gguf_reader.h"
 #include "formats/gguf_writer.h"
 #include "model/convert_hf.h"
+#include "model/tensor_names.h"
 
 namespace tessera {
 
@@ -28,15 +29,21 @@ bool use_more_bits(int layer, int n_layers) {
 
 // Layer index of "blk.N.xxx", or -1.
 int layer_of(std::string_view name) {
-  if (name.substr(0, 4) != "blk.") return -1;
+  if (!name.starts_with(kGgufLayerPrefix)) return -1;
   int v = 0;
-  size_t i = 4;
+  size_t i = kGgufLayerPrefix.size();
   for (; i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])); ++i) v = v * 10 + (name[i] - '0');
-  return i > 4 ? v : -1;
+  return i > kGgufLayerPrefix.size() ? v : -1;
 }
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Whether `name` ends with "." and the GGUF name of per-layer `role`.
+bool ends_with_role(std::string_view name, TensorRole role) {
+  const std::string_view suffix = tensor_name_entry(role).gguf;
+  return ends_with(name, suffix) && name.size() > suffix.size() && name[name.size() - suffix.size() - 1] == '.';
 }
 
 // Tensor `t` (any readable dtype) as f32 [rows, cols] rows r0..r1 -> `dst`
@@ -74,9 +81,9 @@ std::vector<std::string> quant_scheme_names() {
 
 DType quant_scheme_tensor_type(const QuantScheme& s, std::string_view name, int n_layers) {
   if (!s.mix) return s.base;
-  if (name == "output.weight") return s.high;
+  if (name == tensor_name_entry(TensorRole::kOutput).gguf) return s.high;
   const int layer = layer_of(name);
-  if (layer >= 0 && (ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight")) &&
+  if (layer >= 0 && (ends_with_role(name, TensorRole::kAttnV) || ends_with_role(name, TensorRole::kFfnDown)) &&
       use_more_bits(layer, n_layers)) {
     return s.high;
   }

@@ -6,6 +6,7 @@
 
 #include "core/quant_ref.h"
 #include "formats/gguf_writer.h"
+#include "model/tensor_names.h"
 
 namespace tessera {
 
@@ -110,20 +111,20 @@ Result<GgufWriter> build_writer(const RandomModelShape& s, const QuantScheme& sc
     const DType dtype = quant_fallback_type(quant_scheme_tensor_type(scheme, name, s.n_layers), cols);
     w.add_tensor(name, {cols, rows}, dtype, random_matrix(rows, cols, dtype, ++tensor_seed, pool));
   };
-  mat("token_embd.weight", s.n_vocab, e);
-  w.add_tensor("output_norm.weight", {e}, DType::kF32, norm_vector(e, ++tensor_seed));
-  if (!s.tied_output) mat("output.weight", s.n_vocab, e);
+  mat(gguf_tensor_name(TensorRole::kTokenEmbd), s.n_vocab, e);
+  w.add_tensor(gguf_tensor_name(TensorRole::kOutputNorm), {e}, DType::kF32, norm_vector(e, ++tensor_seed));
+  if (!s.tied_output) mat(gguf_tensor_name(TensorRole::kOutput), s.n_vocab, e);
   for (int l = 0; l < s.n_layers; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    w.add_tensor(p + "attn_norm.weight", {e}, DType::kF32, norm_vector(e, ++tensor_seed));
-    mat(p + "attn_q.weight", e, e);
-    mat(p + "attn_k.weight", kv, e);
-    mat(p + "attn_v.weight", kv, e);
-    mat(p + "attn_output.weight", e, e);
-    w.add_tensor(p + "ffn_norm.weight", {e}, DType::kF32, norm_vector(e, ++tensor_seed));
-    mat(p + "ffn_gate.weight", s.n_ff, e);
-    mat(p + "ffn_up.weight", s.n_ff, e);
-    mat(p + "ffn_down.weight", e, s.n_ff);
+    auto name = [l](TensorRole role) { return gguf_tensor_name(role, l); };
+    w.add_tensor(name(TensorRole::kAttnNorm), {e}, DType::kF32, norm_vector(e, ++tensor_seed));
+    mat(name(TensorRole::kAttnQ), e, e);
+    mat(name(TensorRole::kAttnK), kv, e);
+    mat(name(TensorRole::kAttnV), kv, e);
+    mat(name(TensorRole::kAttnOutput), e, e);
+    w.add_tensor(name(TensorRole::kFfnNorm), {e}, DType::kF32, norm_vector(e, ++tensor_seed));
+    mat(name(TensorRole::kFfnGate), s.n_ff, e);
+    mat(name(TensorRole::kFfnUp), s.n_ff, e);
+    mat(name(TensorRole::kFfnDown), e, s.n_ff);
   }
   return w;
 }
