@@ -29,14 +29,17 @@ Sequence::Sequence(const Model& model, const GenerationOptions& options, const s
 Result<StreamEvent> Sequence::on_logits(std::span<const float> logits) {
   StreamEvent ev;
   ev.choice = choice_;
-  if (options_.max_tokens == 0) {  // scoring only: the prompt was computed, nothing is generated
+  // Ends the choice without a token, flushing the held-back text.
+  auto end_without_token = [&](FinishReason why) {
     finished_ = true;
-    result_.finish = FinishReason::kLength;
+    result_.finish = why;
     ev.text = stream_.finish();
     result_.text += ev.text;
     ev.finished = true;
     return ev;
-  }
+  };
+  // Scoring only: the prompt was computed, nothing is generated.
+  if (options_.max_tokens == 0) return end_without_token(FinishReason::kLength);
   const auto generated = static_cast<int32_t>(result_.tokens.size());
   const bool allow_stop = generated >= options_.min_tokens;
   const auto pos = static_cast<int64_t>(tokens_.size());
@@ -44,14 +47,7 @@ Result<StreamEvent> Sequence::on_logits(std::span<const float> logits) {
                            sampler_.sample(logits, pos, allow_stop ? std::span<const int32_t>() : suppressed_));
   const bool stop_token =
       std::find(options_.stop_token_ids.begin(), options_.stop_token_ids.end(), id) != options_.stop_token_ids.end();
-  if (stop_token || (!options_.ignore_eos && model_.is_eog(id))) {
-    finished_ = true;
-    result_.finish = FinishReason::kStop;
-    ev.text = stream_.finish();
-    result_.text += ev.text;
-    ev.finished = true;
-    return ev;
-  }
+  if (stop_token || (!options_.ignore_eos && model_.is_eog(id))) return end_without_token(FinishReason::kStop);
   ev.token = id;
   sampler_.accept(id);
   tokens_.push_back(id);

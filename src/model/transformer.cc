@@ -166,11 +166,17 @@ Status Transformer::attention_block(int layer, int32_t n, KvCache& kv) {
   const AttentionShape shape{config_.n_heads, config_.n_kv_heads, config_.head_dim,
                              1.0f / std::sqrt(static_cast<float>(config_.head_dim))};
   be.paged_attention(kv, layer, shape, q_, att_);
-  const MatmulOp o[] = {{w.wo.get(), xb_}};
-  be.matmul(o, att_, n);
-  // Row-parallel projection: ranks hold partial sums (tensor parallelism).
-  TESSERA_RETURN_IF_ERROR(comm_.all_reduce_sum(be, xb_, n * e));
-  be.add(x_, xb_, n * e);
+  return row_parallel_residual(*w.wo, att_, n);
+}
+
+Status Transformer::row_parallel_residual(const DeviceMatrix& w, const float* in, int32_t n) {
+  const int64_t e = config_.n_embd;
+  const MatmulOp op[] = {{&w, xb_}};
+  backend_.matmul(op, in, n);
+  // Row-parallel projection: under tensor parallelism each rank holds a
+  // partial sum of xb (Megatron-LM), summed here before the residual add.
+  TESSERA_RETURN_IF_ERROR(comm_.all_reduce_sum(backend_, xb_, n * e));
+  backend_.add(x_, xb_, n * e);
   return {};
 }
 
@@ -183,11 +189,7 @@ Status Transformer::mlp_block(int layer, int32_t n) {
   const MatmulOp gate_up[] = {{w.w_gate.get(), gate_}, {w.w_up.get(), up_}};
   be.matmul(gate_up, xb_, n);
   be.silu_mul(gate_, up_, gate_, n, ff);
-  const MatmulOp down[] = {{w.w_down.get(), xb_}};
-  be.matmul(down, gate_, n);
-  TESSERA_RETURN_IF_ERROR(comm_.all_reduce_sum(be, xb_, n * e));
-  be.add(x_, xb_, n * e);
-  return {};
+  return row_parallel_residual(*w.w_down, gate_, n);
 }
 
 Status Transformer::forward(const ForwardBatch& b, KvCache& kv, std::vector<float>& logits) {

@@ -56,6 +56,9 @@ class Transformer {
   Status reserve_activations(int64_t n_tokens, int64_t n_logits);
   Status attention_block(int layer, int32_t n, KvCache& kv);
   Status mlp_block(int layer, int32_t n);
+  // x += all_reduce(in · wᵀ): a row-parallel projection (attention output,
+  // MLP down) and its residual add; in: [n, w.cols()].
+  Status row_parallel_residual(const DeviceMatrix& w, const float* in, int32_t n);
 
   const ModelConfig& config_;
   Backend& backend_;
