@@ -1,7 +1,7 @@
 // Embedding tessera through its public API (include/tessera/): load a model,
-// stream a greedy completion, print the speed. Usage: embed MODEL [PROMPT]
+// stream a greedy completion, print its token count and TTFT.
+// Usage: tessera_embed_example MODEL [PROMPT]
 #include <cstdio>
-#include <string>
 
 #include "tessera/engine.h"
 
@@ -20,8 +20,10 @@ int main(int argc, char** argv) {
   auto id = (*engine)->submit(*prompt, gen, [&](const tessera::RequestEvent& ev) {
     std::fputs(ev.step.text.c_str(), stdout);
     if (!ev.request_finished) return;
-    if (!ev.error.ok()) exit_code = std::fprintf(stderr, "\nerror: %s\n", ev.error.message().c_str()) > 0;
-    else std::printf("\n[%d tokens, TTFT %.1f ms]\n", ev.metrics->generated_tokens, ev.metrics->ttft_ms);
+    if (!ev.error.ok())
+      exit_code = std::fprintf(stderr, "\nerror: %s\n", ev.error.message().c_str()) > 0;
+    else
+      std::printf("\n[%d tokens, TTFT %.1f ms]\n", ev.metrics->generated_tokens, ev.metrics->ttft_ms);
   });
   if (!id.ok()) return std::fprintf(stderr, "error: %s\n", id.status().message().c_str()), 1;
   (*engine)->run_until_idle();

@@ -14,7 +14,8 @@ struct BackendOptions {
   std::string device = "cpu";  // a backend this build has ("cpu"; see `tessera --version`)
   int threads = 1;             // CPU threads (the caller's included), >= 1
   // CPU: the SIMD path; nullopt = the best this CPU supports.
-  // One the CPU lacks is an error at create time.
+  // One the CPU lacks is an error at create time (the CLI's TESSERA_ISA
+  // alias only ever lowers the path, so it never asks for one).
   std::optional<Isa> isa;
   // CPU: use the register-tiled kernels and the x16 weight layout where the
   // ISA has them (AVX-512 VNNI). Off: one dot product per (row, token).

@@ -102,7 +102,7 @@ class Backend {
   virtual ~Backend() = default;
 
   // Registry name ("cpu") and a one-line description of how it runs
-  // (e.g. "cpu avx512, 2 threads, tile kernels on"), for logs and headers.
+  // (e.g. "cpu avx512, 2 threads, tile kernels"), for logs and headers.
   virtual std::string name() const = 0;
   virtual std::string describe() const = 0;
 

@@ -22,7 +22,7 @@ struct CpuFeatures {
 const CpuFeatures& cpu_features();
 
 // The best path this CPU supports. (A lower one is chosen by the CPU
-// backend's options, which the CLI takes from --isa / TESSERA_ISA.)
+// backend's options, which the CLI takes from TESSERA_ISA.)
 Isa best_isa();
 
 // The Isa named `name` ("scalar", "avx2", "avx512"), or nullopt.

@@ -38,7 +38,7 @@ namespace tessera {
 
 struct EngineConfig {
   int threads = 1;               // backend.threads is set from this
-  BackendOptions backend;        // device and its switches (--device, --isa, ...)
+  BackendOptions backend;        // device and its switches (--device; TESSERA_ISA etc. in the CLI)
   uint64_t kv_cache_memory = 0;  // bytes; 0: size by ctx_size
   int64_t ctx_size = 4096;       // tokens of one sequence (and the cache, when kv_cache_memory is 0)
   KvDtype kv_dtype = KvDtype::kF16;

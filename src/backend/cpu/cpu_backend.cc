@@ -57,7 +57,9 @@ class CpuBackend final : public Backend {
     std::string s = std::string("cpu ") + isa_name(k_.isa) + ", " + std::to_string(options_.threads) +
                     (options_.threads == 1 ? " thread" : " threads") +
                     (k_.gemm != nullptr ? ", tile kernels" : ", no tile kernels");
-    if (k_.decode_streams != kDefaultDecodeStreams) s += ", " + std::to_string(k_.decode_streams) + " decode streams";
+    if (k_.decode_streams != kDefaultDecodeStreams) {
+      s += ", " + std::to_string(k_.decode_streams) + (k_.decode_streams == 1 ? " decode stream" : " decode streams");
+    }
     return s;
   }
   bool supports_weight(DType t) const override { return t != DType::kQ8_K; }
