@@ -8,6 +8,7 @@
 
 #include "core/dtype.h"
 #include "engine/engine_core.h"
+#include "engine/run_to_completion.h"
 #include "kv/kv_cache_spec.h"
 #include "model/model.h"
 #include "tessera/status.h"
@@ -57,16 +58,6 @@ int64_t context_size(const EngineFlags& flags, const ModelConfig& config);
 // The engine configuration the flags describe, with a KV budget of kv_bytes
 // (kv_memory_bytes; 0 sizes the cache from ctx_size).
 EngineConfig engine_config(const EngineFlags& engine, const SchedulerFlags& sched, uint64_t kv_bytes, int64_t ctx_size);
-
-// One request submitted to `engine` and run until it finishes (the engine
-// steps on this thread); on_event sees each step's token and text.
-struct RequestOutcome {
-  std::vector<ChoiceResult> choices;
-  RequestMetrics metrics;
-};
-Result<RequestOutcome> run_to_completion(EngineCore& engine, const std::vector<int32_t>& prompt,
-                                         const GenerationOptions& options,
-                                         const std::function<void(const StreamEvent&)>& on_event = {});
 
 // Prints "tessera: error: <message>" and returns exit code 1.
 int fail(const Status& status);

@@ -81,7 +81,7 @@ TEST(KvDtypeQuality, Stories260K) {
   opts.ignore_eos = true;
   opts.sampling.seed = 5;
   auto prompt = (*m)->tokenizer().encode("Once upon a time", true);
-  auto r = testing::generate(**gen, prompt, opts);
+  auto r = run_to_completion(**gen, prompt, opts);
   ASSERT_TRUE(r.ok());
   prompt.insert(prompt.end(), r->choices[0].tokens.begin(), r->choices[0].tokens.end());
   measure(**m, prompt, "stories260K");

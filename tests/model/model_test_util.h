@@ -15,6 +15,7 @@
 #include "backend/registry.h"
 #include "core/thread_pool.h"
 #include "engine/engine_core.h"
+#include "engine/run_to_completion.h"
 #include "kv/block_pool.h"
 #include "kv/block_table.h"
 #include "model/model.h"
@@ -51,29 +52,6 @@ inline Result<std::unique_ptr<EngineCore>> make_engine(const Model& model, const
   cfg.ctx_size = ctx_tokens;
   cfg.kv_dtype = kv_dtype;
   return EngineCore::create(model, cfg);
-}
-
-// One request run to completion through the engine.
-struct Generated {
-  std::vector<ChoiceResult> choices;
-  int32_t generated_tokens = 0;
-};
-inline Result<Generated> generate(EngineCore& engine, const std::vector<int32_t>& prompt, const GenerationOptions& opts,
-                                  const std::function<void(const StreamEvent&)>& on_event = {}) {
-  Generated out;
-  Status error;
-  auto id = engine.submit(prompt, opts, [&](const RequestEvent& ev) {
-    if (ev.step.token >= 0) ++out.generated_tokens;
-    if (on_event && (ev.step.token >= 0 || !ev.step.text.empty())) on_event(ev.step);
-    if (ev.request_finished) {
-      error = ev.error;
-      if (ev.results != nullptr) out.choices = *ev.results;
-    }
-  });
-  if (!id.ok()) return id.status();
-  engine.run_until_idle();
-  if (!error.ok()) return error;
-  return out;
 }
 
 // Logits of every position of `ids` ([ids.size(), n_vocab]), scored by the
@@ -116,7 +94,7 @@ inline std::vector<int32_t> greedy(EngineCore& engine, const std::vector<int32_t
   opts.max_tokens = n;
   opts.sampling.temperature = 0;
   opts.ignore_eos = true;
-  auto r = generate(engine, prompt, opts);
+  auto r = run_to_completion(engine, prompt, opts);
   EXPECT_TRUE(r.ok()) << r.status().to_string();
   return r.ok() && !r->choices.empty() ? r->choices[0].tokens : std::vector<int32_t>{};
 }

@@ -1,8 +1,8 @@
 // Golden test on a real trained model: stories260K (TinyStories Llama).
 #include <gtest/gtest.h>
 
-#include "model_test_util.h"
 #include "core/cpu_features.h"
+#include "model_test_util.h"
 #include "test_support.h"
 
 namespace tessera {
@@ -23,9 +23,9 @@ TEST(Stories260K, GreedyContinuationMatchesReference) {
     opts.max_tokens = 64;
     opts.sampling.temperature = 0;
     std::string streamed;
-    auto result = testing::generate(**gen, prompt, opts, [&](const StreamEvent& ev) { streamed += ev.text; });
+    auto result = run_to_completion(**gen, prompt, opts, [&](const StreamEvent& ev) { streamed += ev.text; });
     ASSERT_TRUE(result.ok()) << result.status().to_string();
-    EXPECT_EQ(result->generated_tokens, 64);
+    EXPECT_EQ(result->metrics.generated_tokens, 64);
     EXPECT_EQ(result->choices[0].finish, FinishReason::kLength);
     EXPECT_EQ(streamed, result->choices[0].text);
     EXPECT_EQ(streamed,
@@ -41,7 +41,7 @@ TEST(Stories260K, PromptLongerThanContextIsAnError) {
   auto gen = testing::make_engine(**model, testing::cpu_backend(1), 0, 32);
   ASSERT_TRUE(gen.ok());
   std::vector<int32_t> prompt(40, 300);
-  auto result = testing::generate(**gen, prompt, {});
+  auto result = run_to_completion(**gen, prompt, {});
   EXPECT_EQ(result.status().code(), StatusCode::kOutOfRange);
   EXPECT_NE(result.status().message().find("context holds 32"), std::string::npos) << result.status().message();
 }
