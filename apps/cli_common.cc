@@ -5,9 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "backend/registry.h"
-#include "core/byte_size.h"
-#include "core/cpu_features.h"
+#include "tessera/byte_size.h"
+#include "tessera/system.h"
 
 namespace tessera::cli {
 
@@ -24,9 +23,9 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
   app.add_option("--quantize", f.quantize, "Quantize the weight matrices at load time")
       ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k"}));
   std::string devices;
-  for (const std::string& n : backend_names()) devices += (devices.empty() ? "" : ", ") + n;
+  for (const std::string& n : device_names()) devices += (devices.empty() ? "" : ", ") + n;
   app.add_option("--device", f.device, "Backend that runs the model (this build has: " + devices + ")")
-      ->check(CLI::IsMember(backend_names()));
+      ->check(CLI::IsMember(device_names()));
 }
 
 Isa isa_from_environment() {
@@ -51,32 +50,24 @@ BackendOptions backend_options(const EngineFlags& f) {
   return o;
 }
 
-LoadOptions load_options(const EngineFlags& f) {
-  LoadOptions o;
-  if (!f.quantize.empty()) o.quantize = dtype_from_name(f.quantize);
+Result<EngineOptions> engine_options(const EngineFlags& engine, const SchedulerFlags& sched, int64_t ctx_size) {
+  EngineOptions o;
+  o.model = engine.model;
+  o.quantize = engine.quantize;
+  o.backend = backend_options(engine);
+  o.ctx_size = ctx_size > 0 ? ctx_size : engine.ctx_size;
+  TESSERA_ASSIGN_OR_RETURN(o.kv_cache_memory, kv_memory_bytes(engine));
+  o.kv_cache_dtype = engine.kv_cache_dtype;
+  o.max_num_seqs = sched.max_num_seqs;
+  o.max_num_batched_tokens = sched.max_num_batched_tokens;
+  o.enable_prefix_cache = !sched.no_prefix_cache;
   return o;
 }
 
-KvDtype kv_dtype(const EngineFlags& f) {
-  return *kv_dtype_from_name(f.kv_cache_dtype);
-}
-
-int64_t context_size(const EngineFlags& f, const ModelConfig& config) {
-  return f.ctx_size > 0 ? f.ctx_size : std::min<int64_t>(config.context_length, 4096);
-}
-
-EngineConfig engine_config(const EngineFlags& engine, const SchedulerFlags& sched, uint64_t kv_bytes,
-                           int64_t ctx_size) {
-  EngineConfig cfg;
-  cfg.threads = resolve_threads(engine);
-  cfg.backend = backend_options(engine);
-  cfg.kv_cache_memory = kv_bytes;
-  cfg.ctx_size = ctx_size;
-  cfg.kv_dtype = kv_dtype(engine);
-  cfg.max_num_seqs = sched.max_num_seqs;
-  cfg.max_num_batched_tokens = sched.max_num_batched_tokens;
-  cfg.enable_prefix_cache = !sched.no_prefix_cache;
-  return cfg;
+Result<std::unique_ptr<Engine>> create_engine(const EngineFlags& engine, const SchedulerFlags& sched,
+                                              int64_t ctx_size) {
+  TESSERA_ASSIGN_OR_RETURN(EngineOptions o, engine_options(engine, sched, ctx_size));
+  return Engine::create(o);
 }
 
 void add_scheduler_flags(CLI::App& app, SchedulerFlags& f) {
@@ -88,7 +79,7 @@ void add_scheduler_flags(CLI::App& app, SchedulerFlags& f) {
 }
 
 int resolve_threads(const EngineFlags& f) {
-  return f.threads > 0 ? f.threads : cpu_features().physical_cores;
+  return f.threads > 0 ? f.threads : physical_cores();
 }
 
 Result<uint64_t> kv_memory_bytes(const EngineFlags& f) {

@@ -6,11 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "core/dtype.h"
-#include "engine/engine_core.h"
-#include "engine/run_to_completion.h"
-#include "kv/kv_cache_spec.h"
-#include "model/model.h"
+#include "tessera/engine.h"
 #include "tessera/status.h"
 
 namespace tessera::cli {
@@ -46,18 +42,15 @@ int resolve_threads(const EngineFlags& flags);
 // KV budget in bytes from --kv-cache-memory (0 when unset); kInvalidArgument on a bad size.
 Result<uint64_t> kv_memory_bytes(const EngineFlags& flags);
 
-// Model::load options from --quantize.
-LoadOptions load_options(const EngineFlags& flags);
+// The engine the flags describe (tessera/engine.h): the model, backend,
+// KV cache (--kv-cache-memory, else ctx_size tokens: --ctx-size when
+// ctx_size is 0, and when that is unset too min(trained context, 4096)) and
+// scheduler. Errors: a bad --kv-cache-memory.
+Result<EngineOptions> engine_options(const EngineFlags& engine, const SchedulerFlags& sched, int64_t ctx_size = 0);
 
-// DType of --kv-cache-dtype (validated by the flag's check).
-KvDtype kv_dtype(const EngineFlags& flags);
-
-// Context length in tokens: --ctx-size, else min(the model's trained context, 4096).
-int64_t context_size(const EngineFlags& flags, const ModelConfig& config);
-
-// The engine configuration the flags describe, with a KV budget of kv_bytes
-// (kv_memory_bytes; 0 sizes the cache from ctx_size).
-EngineConfig engine_config(const EngineFlags& engine, const SchedulerFlags& sched, uint64_t kv_bytes, int64_t ctx_size);
+// Loads the model and creates the engine engine_options() describes.
+Result<std::unique_ptr<Engine>> create_engine(const EngineFlags& engine, const SchedulerFlags& sched,
+                                              int64_t ctx_size = 0);
 
 // Prints "tessera: error: <message>" and returns exit code 1.
 int fail(const Status& status);

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cli_common.h"
-#include "core/byte_size.h"
+#include "tessera/byte_size.h"
 
 namespace tessera::cli {
 
@@ -25,9 +25,6 @@ struct BenchOptions {
 };
 
 int bench_main(const BenchOptions& o) {
-  auto model = Model::load(o.engine.model, load_options(o.engine));
-  if (!model.ok()) return fail(model.status());
-  const Model& m = **model;
   const int threads = resolve_threads(o.engine);
   // One request at a time through the engine; the whole prompt in one step
   // (prefill) and no prefix cache, so every repeat computes the prompt again.
@@ -35,29 +32,31 @@ int bench_main(const BenchOptions& o) {
   sched.max_num_seqs = 1;
   sched.max_num_batched_tokens = std::max(512, o.prompt_tokens);
   sched.no_prefix_cache = true;
-  auto gen = EngineCore::create(m, engine_config(o.engine, sched, 0, o.prompt_tokens + o.decode_tokens + 16));
+  EngineFlags flags = o.engine;
+  flags.kv_cache_memory.clear();  // the cache holds the one request
+  auto gen = create_engine(flags, sched, o.prompt_tokens + o.decode_tokens + 16);
   if (!gen.ok()) return fail(gen.status());
-  fmt::print("model: {} ({}, {} layers, embedding {}), threads: {}, backend: {}\n", o.engine.model,
-             m.config().architecture, m.config().n_layers, m.config().n_embd, threads, (*gen)->backend().describe());
+  Engine& engine = **gen;
+  const ModelInfo& c = engine.model_info();
+  fmt::print("model: {} ({}, {} layers, embedding {}), threads: {}, backend: {}\n", o.engine.model, c.architecture,
+             c.n_layers, c.n_embd, threads, engine.backend_description());
   // The backend measures the bandwidth of its own memory, on its own threads.
-  Backend& backend = (*gen)->backend();
   const bool probe = !o.skip_bandwidth;
   double bandwidth = 0;  // the highest read bandwidth measured, bytes/s
   if (probe) {
-    bandwidth = backend.measure_read_bandwidth();
+    bandwidth = engine.measure_read_bandwidth();
     fmt::print("memory read bandwidth: {:.2f} GB/s ({} threads, best of 1, 2 and 4 streams per thread)\n",
                bandwidth / 1e9, threads);
   }
   std::vector<int32_t> prompt(static_cast<size_t>(o.prompt_tokens));
   for (size_t i = 0; i < prompt.size(); ++i)
-    prompt[i] = static_cast<int32_t>((i * 7919 + 3) % static_cast<size_t>(m.config().n_vocab));
-  if (m.has_tokenizer() && m.tokenizer().bos_id() >= 0) prompt[0] = m.tokenizer().bos_id();
+    prompt[i] = static_cast<int32_t>((i * 7919 + 3) % static_cast<size_t>(c.n_vocab));
+  if (engine.vocab() != nullptr && engine.vocab()->bos_id() >= 0) prompt[0] = engine.vocab()->bos_id();
 
-  const ModelConfig& c = m.config();
-  const uint64_t weight_bytes = m.weights().matrix_bytes();
+  const uint64_t weight_bytes = c.weight_bytes;
   // Average KV bytes read per decode step over the measured positions.
   const double kv_bytes =
-      static_cast<double>((*gen)->kv_spec().bytes_per_token()) * (o.prompt_tokens + o.decode_tokens / 2.0);
+      static_cast<double>(engine.kv_cache_info().bytes_per_token) * (o.prompt_tokens + o.decode_tokens / 2.0);
   const double bytes_per_token = static_cast<double>(weight_bytes) + kv_bytes;
 
   GenerationOptions opts;
@@ -68,7 +67,7 @@ int bench_main(const BenchOptions& o) {
     // weight once, so the first measured run does not pay for page faults.
     opts.max_tokens = 2;
     const std::vector<int32_t> warm(prompt.begin(), prompt.begin() + std::min<size_t>(prompt.size(), 8));
-    auto res = run_to_completion(**gen, warm, opts);
+    auto res = engine.generate(warm, opts);
     if (!res.ok()) return fail(res.status());
   }
   opts.max_tokens = o.decode_tokens;
@@ -82,17 +81,17 @@ int bench_main(const BenchOptions& o) {
   double before = bandwidth;
   for (int r = 0; r < o.repeats; ++r) {
     // The engine's forward-pass times: prefill steps, then batch-1 decode steps.
-    const EngineMetrics m0 = (*gen)->metrics();
-    auto res = run_to_completion(**gen, prompt, opts);
+    const EngineMetrics m0 = engine.metrics();
+    auto res = engine.generate(prompt, opts);
     if (!res.ok()) return fail(res.status());
-    const EngineMetrics m1 = (*gen)->metrics();
+    const EngineMetrics m1 = engine.metrics();
     best_prefill_ms = std::min(best_prefill_ms, m1.prefill_ms - m0.prefill_ms);
     const int64_t decode_steps = m1.decode_tokens - m0.decode_tokens;
     if (decode_steps <= 0) continue;
     const double tpot_ms = (m1.decode_ms - m0.decode_ms) / static_cast<double>(decode_steps);
     best_tpot_ms = std::min(best_tpot_ms, tpot_ms);
     if (probe) {
-      const double after = backend.measure_read_bandwidth();
+      const double after = engine.measure_read_bandwidth();
       const double run_bw = std::max(before, after);
       run_fraction.push_back(bytes_per_token * 1000.0 / tpot_ms / run_bw);
       run_detail.push_back(fmt::format("{:.1f}% ({:.2f} tok/s at {:.2f} GB/s)", 100.0 * run_fraction.back(),

@@ -3,11 +3,11 @@
 // long prefix is in the prefix cache against the same request cold.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <memory>
 #include <sstream>
 
 #include "cli_common.h"
-#include "engine/engine_core.h"
 
 namespace tessera::cli {
 
@@ -29,59 +29,36 @@ std::vector<int32_t> synthetic_prompt(int n, int seed, int n_vocab) {
   return p;
 }
 
-Result<EngineConfig> serving_config(const ServingBenchOptions& o, int64_t ctx) {
-  TESSERA_ASSIGN_OR_RETURN(uint64_t kv_bytes, kv_memory_bytes(o.engine));
-  return engine_config(o.engine, o.sched, kv_bytes, ctx);
-}
-
-// Runs `n` requests together; returns the engine's metrics.
-Result<EngineMetrics> run_batch(const Model& m, const ServingBenchOptions& o, int n) {
-  TESSERA_ASSIGN_OR_RETURN(EngineConfig cfg, serving_config(o, o.prompt_tokens + o.decode_tokens + 16));
-  // Size the cache so every sequence fits at once, unless the user chose a budget.
-  if (cfg.kv_cache_memory == 0) cfg.kv_cache_memory = 1;  // replaced below
-  KvCacheSpec probe;
-  probe.n_layers = m.config().n_layers;
-  probe.n_kv_heads = m.config().n_kv_heads;
-  probe.head_dim = m.config().head_dim;
-  probe.dtype = cfg.kv_dtype;
-  if (cfg.kv_cache_memory == 1) {
-    cfg.kv_cache_memory = probe.bytes_per_token() * static_cast<uint64_t>(n + 1) *
-                          static_cast<uint64_t>(o.prompt_tokens + o.decode_tokens + 32);
-  }
-  cfg.max_num_seqs = std::max(cfg.max_num_seqs, n);
-  TESSERA_ASSIGN_OR_RETURN(auto engine, EngineCore::create(m, cfg));
+// Runs `n` requests together on `engine`; returns what the engine measured
+// for them (the difference of its metrics before and after).
+Result<EngineMetrics> run_batch(Engine& engine, const ServingBenchOptions& o, int n) {
   GenerationOptions opts;
   opts.max_tokens = o.decode_tokens;
   opts.ignore_eos = true;
   opts.sampling.temperature = 0;
+  const EngineMetrics before = engine.metrics();
   for (int i = 0; i < n; ++i) {
     TESSERA_RETURN_IF_ERROR(
-        engine->submit(synthetic_prompt(o.prompt_tokens, i, m.config().n_vocab), opts, nullptr).status());
+        engine.submit(synthetic_prompt(o.prompt_tokens, i, engine.model_info().n_vocab), opts, nullptr).status());
   }
-  engine->run_until_idle();
-  return engine->metrics();
+  engine.run_until_idle();
+  EngineMetrics m = engine.metrics();
+  m.decode_ms -= before.decode_ms;
+  m.decode_tokens -= before.decode_tokens;
+  m.preemptions -= before.preemptions;
+  return m;
 }
 
 // TTFT of one request after `engine` has seen (or not) its prefix.
-Result<double> ttft(EngineCore& engine, const std::vector<int32_t>& prompt) {
+Result<double> ttft(Engine& engine, const std::vector<int32_t>& prompt) {
   GenerationOptions opts;
   opts.max_tokens = 1;
   opts.sampling.temperature = 0;
-  double out = 0;
-  TESSERA_RETURN_IF_ERROR(engine
-                              .submit(prompt, opts,
-                                      [&](const RequestEvent& ev) {
-                                        if (ev.request_finished) out = ev.metrics->ttft_ms;
-                                      })
-                              .status());
-  engine.run_until_idle();
-  return out;
+  TESSERA_ASSIGN_OR_RETURN(RequestOutcome out, engine.generate(prompt, opts));
+  return out.metrics.ttft_ms;
 }
 
 int bench_serving_main(const ServingBenchOptions& o) {
-  auto model = Model::load(o.engine.model, load_options(o.engine));
-  if (!model.ok()) return fail(model.status());
-  const Model& m = **model;
   std::vector<int> levels;
   std::stringstream ss(o.concurrency);
   std::string item;
@@ -95,25 +72,36 @@ int bench_serving_main(const ServingBenchOptions& o) {
   }
   fmt::print("model: {}, threads: {}, {} prompt + {} generated tokens per sequence\n", o.engine.model,
              resolve_threads(o.engine), o.prompt_tokens, o.decode_tokens);
-  double base = 0;
-  for (int n : levels) {
-    auto metrics = run_batch(m, o, n);
-    if (!metrics.ok()) return fail(metrics.status());
-    const double tps =
-        metrics->decode_ms > 0 ? static_cast<double>(metrics->decode_tokens) * 1000.0 / metrics->decode_ms : 0;
-    if (base == 0) base = tps;
-    fmt::print("concurrency {:>4}: decode {:>9.1f} tokens/s aggregate ({:.2f}x of concurrency {}), {} preemptions\n", n,
-               tps, tps / base, levels.front(), metrics->preemptions);
+  {
+    // One engine for every level: room for the largest at once (unless the
+    // user chose a KV budget), and metrics taken per level.
+    const int most = *std::max_element(levels.begin(), levels.end());
+    SchedulerFlags sched = o.sched;
+    sched.max_num_seqs = std::max(sched.max_num_seqs, most);
+    auto made =
+        create_engine(o.engine, sched, static_cast<int64_t>(most + 1) * (o.prompt_tokens + o.decode_tokens + 32));
+    if (!made.ok()) return fail(made.status());
+    Engine& engine = **made;
+    double base = 0;
+    for (int n : levels) {
+      auto metrics = run_batch(engine, o, n);
+      if (!metrics.ok()) return fail(metrics.status());
+      const double tps =
+          metrics->decode_ms > 0 ? static_cast<double>(metrics->decode_tokens) * 1000.0 / metrics->decode_ms : 0;
+      if (base == 0) base = tps;
+      fmt::print("concurrency {:>4}: decode {:>9.1f} tokens/s aggregate ({:.2f}x of concurrency {}), {} preemptions\n",
+                 n, tps, tps / base, levels.front(), metrics->preemptions);
+    }
   }
   if (o.prefix_tokens > 0) {
-    auto cfg = serving_config(o, o.prefix_tokens + 64);
-    if (!cfg.ok()) return fail(cfg.status());
-    cfg->enable_prefix_cache = true;
-    auto engine = EngineCore::create(m, *cfg);
+    SchedulerFlags sched = o.sched;
+    sched.no_prefix_cache = false;
+    auto engine = create_engine(o.engine, sched, o.prefix_tokens + 64);
     if (!engine.ok()) return fail(engine.status());
-    auto prompt = synthetic_prompt(o.prefix_tokens + 8, 7, m.config().n_vocab);
+    const int32_t n_vocab = (*engine)->model_info().n_vocab;
+    auto prompt = synthetic_prompt(o.prefix_tokens + 8, 7, n_vocab);
     auto cold = ttft(**engine, prompt);
-    prompt.back() = (prompt.back() + 1) % m.config().n_vocab;  // same prefix, another question
+    prompt.back() = (prompt.back() + 1) % n_vocab;  // same prefix, another question
     auto cached = ttft(**engine, prompt);
     if (!cold.ok()) return fail(cold.status());
     if (!cached.ok()) return fail(cached.status());

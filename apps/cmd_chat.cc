@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "cli_common.h"
-#include "template/chat_template.h"
+#include "tessera/chat.h"
 
 namespace tessera::cli {
 
@@ -26,7 +26,7 @@ struct ChatOptions {
   bool seed_set = false;
 };
 
-Result<std::string> template_source(const ChatOptions& o, const Model& m) {
+Result<std::string> template_source(const ChatOptions& o, const Vocab& vocab) {
   if (!o.template_file.empty()) {
     std::ifstream in(o.template_file, std::ios::binary);
     if (!in) return not_found(o.template_file + ": cannot open chat template");
@@ -34,38 +34,26 @@ Result<std::string> template_source(const ChatOptions& o, const Model& m) {
     ss << in.rdbuf();
     return ss.str();
   }
-  if (m.tokenizer().chat_template().empty()) {
-    return not_found(m.path() + " has no chat template; pass one with --chat-template FILE");
+  if (vocab.chat_template().empty()) {
+    return not_found(o.engine.model + " has no chat template; pass one with --chat-template FILE");
   }
-  return m.tokenizer().chat_template();
-}
-
-std::string token_text_or_empty(const Tokenizer& t, int32_t id) {
-  return id >= 0 && id < t.n_vocab() ? t.token_text(id) : std::string();
+  return vocab.chat_template();
 }
 
 int chat_main(const ChatOptions& o) {
-  auto kv_bytes = kv_memory_bytes(o.engine);
-  if (!kv_bytes.ok()) return fail(kv_bytes.status());
-  auto model = Model::load(o.engine.model, load_options(o.engine));
-  if (!model.ok()) return fail(model.status());
-  const Model& m = **model;
-  if (!m.has_tokenizer()) return fail(invalid_argument(o.engine.model + " has no tokenizer"));
-  auto source = template_source(o, m);
-  if (!source.ok()) return fail(source.status());
-  auto tmpl = ChatTemplate::parse(*source);
-  if (!tmpl.ok()) return fail(tmpl.status());
-  const int64_t ctx = context_size(o.engine, m.config());
   // One conversation at a time; each turn's prompt reuses the KV blocks of
   // the previous turns through the prefix cache.
   SchedulerFlags sched;
   sched.max_num_seqs = 1;
-  auto engine = EngineCore::create(m, engine_config(o.engine, sched, *kv_bytes, ctx));
+  auto engine = create_engine(o.engine, sched);
   if (!engine.ok()) return fail(engine.status());
-  const int64_t ctx_tokens = (*engine)->context_tokens();
-  const Tokenizer& tok = m.tokenizer();
-  const std::string bos = token_text_or_empty(tok, tok.bos_id());
-  const std::string eos = token_text_or_empty(tok, tok.eos_id());
+  const Vocab* vocab = (*engine)->vocab();
+  if (vocab == nullptr) return fail(invalid_argument(o.engine.model + " has no tokenizer"));
+  auto source = template_source(o, *vocab);
+  if (!source.ok()) return fail(source.status());
+  auto formatter = ChatFormatter::create(*vocab, *source);
+  if (!formatter.ok()) return fail(formatter.status());
+  const int64_t ctx_tokens = (*engine)->model_info().context;
   nlohmann::json messages = nlohmann::json::array();
   if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
   GenerationOptions opts;
@@ -80,16 +68,16 @@ int chat_main(const ChatOptions& o) {
     if (!std::getline(std::cin, line) || line == "/exit") break;
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
-    auto prompt_text = apply_chat_template(*tmpl, messages, true, bos, eos);
-    if (!prompt_text.ok()) return fail(prompt_text.status());
-    // The template writes BOS itself when it wants one.
-    const bool template_has_bos = !bos.empty() && prompt_text->rfind(bos, 0) == 0;
-    const auto prompt = tok.encode(*prompt_text, /*add_special=*/!template_has_bos, /*parse_special=*/true);
+    // Terminal input may hold invalid UTF-8: it becomes U+FFFD in the JSON text.
+    const std::string messages_json = messages.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    auto rendered = (*formatter)->render(messages_json, /*add_generation_prompt=*/true);
+    if (!rendered.ok()) return fail(rendered.status());
+    const std::vector<int32_t>& prompt = rendered->tokens;
     // The reply may run to the end of the context (as -n -1 does).
     GenerationOptions turn = opts;
     const auto room = std::max<int64_t>(0, ctx_tokens - static_cast<int64_t>(prompt.size()));
     if (turn.max_tokens < 0 || turn.max_tokens > room) turn.max_tokens = static_cast<int32_t>(room);
-    auto result = run_to_completion(**engine, prompt, turn, [&](const StreamEvent& ev) {
+    auto result = (*engine)->generate(prompt, turn, [&](const StreamEvent& ev) {
       std::fwrite(ev.text.data(), 1, ev.text.size(), stdout);
       std::fflush(stdout);
     });

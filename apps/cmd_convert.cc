@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "cli_common.h"
-#include "core/byte_size.h"
-#include "model/convert_hf.h"
+#include "tessera/byte_size.h"
+#include "tessera/tools.h"
 
 namespace tessera::cli {
 
@@ -26,11 +26,11 @@ Runner register_convert(CLI::App& app) {
   sub->add_option("--dtype", f->dtype,
                   "Type of the weight matrices (norms stay f32; q8_0 falls back to f16 "
                   "for rows that are not whole 32-element blocks)")
-      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
+      ->check(CLI::IsMember(tools::convert_dtype_names()));
   return [f] {
-    ConvertOptions options;
-    options.dtype = *dtype_from_name(f->dtype);
-    auto summary = convert_hf_to_gguf(f->input, f->output, options);
+    tools::ConvertOptions options;
+    options.dtype = f->dtype;
+    auto summary = tools::convert_hf(f->input, f->output, options);
     if (!summary.ok()) return fail(summary.status());
     for (const std::string& note : summary->notes) fmt::print(stderr, "note: {}\n", note);
     fmt::print(stderr, "wrote {}: {} tensors, {:.2f} M parameters, {} of tensor data ({}), {}\n", f->output,

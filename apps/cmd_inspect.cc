@@ -1,131 +1,26 @@
 // `tessera inspect`: metadata, tensor table and memory arithmetic of a model
-// file (GGUF) or of a Hugging Face directory (config.json + safetensors).
+// file (GGUF) or of a Hugging Face directory (config.json + safetensors);
+// the report is tools::inspect's (tessera/tools.h).
 #include <fmt/core.h>
 
-#include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
+#include <string>
 
 #include "cli_common.h"
-#include "core/byte_size.h"
-#include "formats/gguf_reader.h"
-#include "formats/safetensors.h"
-#include "kv/kv_cache_spec.h"
-#include "model/hf_config.h"
-#include "model/model_config.h"
-#include "model/tensor_names.h"
+#include "tessera/tools.h"
 
 namespace tessera::cli {
-
-namespace {
-
-std::string shape_string(const std::vector<int64_t>& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? " x " : "") + std::to_string(s[i]);
-  return out;
-}
-
-void print_config(const ModelConfig& c) {
-  KvCacheSpec spec;
-  spec.n_layers = c.n_layers;
-  spec.n_kv_heads = c.n_kv_heads;
-  spec.head_dim = c.head_dim;
-  fmt::print(
-      "architecture: {}, layers {}, embedding {}, feed-forward {}, heads {} (kv {}), head dim {}, rope dims {}, "
-      "rope base {}, context {}\n",
-      c.architecture, c.n_layers, c.n_embd, c.n_ff, c.n_heads, c.n_kv_heads, c.head_dim, c.n_rot, c.rope_freq_base,
-      c.context_length);
-  if (c.n_vocab > 0) fmt::print("vocabulary: {} tokens, rms eps {}\n", c.n_vocab, c.rms_eps);
-  if (c.rope_scaling.type == RopeScalingType::kLinear) {
-    fmt::print("rope scaling: linear, factor {}\n", c.rope_scaling.factor);
-  } else if (c.rope_scaling.type == RopeScalingType::kLlama3) {
-    fmt::print("rope scaling: llama3, factor {}, low/high frequency factors {}/{}, original context {}\n",
-               c.rope_scaling.factor, c.rope_scaling.low_freq_factor, c.rope_scaling.high_freq_factor,
-               c.rope_scaling.original_context);
-  } else if (!c.rope_freq_factors.empty()) {
-    fmt::print("rope scaling: per-frequency factors ({})\n", gguf_tensor_name(TensorRole::kRopeFreqs));
-  }
-  fmt::print("KV bytes per token (f16): {} = 2 x {} layers x {} kv heads x {} head dim x 2 bytes\n",
-             spec.bytes_per_token(), spec.n_layers, spec.n_kv_heads, spec.head_dim);
-}
-
-int inspect_gguf(const std::string& path) {
-  auto file = GgufFile::open(path);
-  if (!file.ok()) return fail(file.status());
-  const GgufFile& g = *file;
-  fmt::print("file: {} (GGUF v{}, {}, alignment {}, data at offset {})\n", path, g.version(),
-             format_byte_size(g.file_size()), g.alignment(), g.data_offset());
-  fmt::print("\nmetadata ({} keys):\n", g.metadata().size());
-  for (const auto& kv : g.metadata()) {
-    fmt::print("  {:<44} {:<8} {}\n", kv.key, gguf_type_name(kv.value.type), kv.value.to_string());
-  }
-  fmt::print("\ntensors ({}):\n  {:<36} {:<8} {:<20} {:>12}\n", g.tensors().size(), "name", "type", "shape", "bytes");
-  int64_t params = 0;
-  uint64_t bytes = 0;
-  for (const auto& t : g.tensors()) {
-    fmt::print("  {:<36} {:<8} {:<20} {:>12}\n", t.name, ggml_type_name(t.ggml_type), shape_string(t.shape), t.n_bytes);
-    params += t.n_elements;
-    bytes += t.n_bytes;
-  }
-  fmt::print("\nparameters: {} ({:.2f} M)\nweight bytes: {} ({})\n", params, static_cast<double>(params) / 1e6, bytes,
-             format_byte_size(bytes));
-  auto config = model_config_from_gguf(g);
-  if (!config.ok()) {
-    fmt::print("model config: {}\n", config.status().message());
-    return 0;
-  }
-  print_config(*config);
-  return 0;
-}
-
-// A Hugging Face directory: config.json hyperparameters and the safetensors tensors.
-int inspect_hf_dir(const std::string& dir) {
-  const std::filesystem::path d(dir);
-  const std::string config_path = (d / "config.json").string();
-  std::ifstream in(config_path, std::ios::binary);
-  if (!in) return fail(not_found(config_path + ": cannot open"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto config = model_config_from_hf_json(text.str(), config_path);
-  if (!config.ok()) return fail(config.status());
-  auto ckpt = SafetensorsCheckpoint::open_dir(dir);
-  if (!ckpt.ok()) return fail(ckpt.status());
-  fmt::print("directory: {} (Hugging Face, {} safetensors file{})\n", dir, ckpt->files().size(),
-             ckpt->files().size() == 1 ? "" : "s");
-  for (const auto& f : ckpt->files()) fmt::print("  {} ({})\n", f.name(), format_byte_size(f.file_size()));
-  for (const char* f : {"generation_config.json", "tokenizer.json", "tokenizer_config.json"}) {
-    fmt::print("  {}: {}\n", f, std::filesystem::exists(d / f) ? "present" : "absent");
-  }
-  const auto tensors = ckpt->tensors();
-  fmt::print("\ntensors ({}, shapes as stored: row-major, last dimension contiguous):\n  {:<52} {:<8} {:<20} {:>12}\n",
-             tensors.size(), "name", "type", "shape", "bytes");
-  int64_t params = 0;
-  uint64_t bytes = 0;
-  for (const SafetensorsTensor* t : tensors) {
-    fmt::print("  {:<52} {:<8} {:<20} {:>12}\n", t->name, dtype_name(t->dtype), shape_string(t->shape), t->n_bytes);
-    params += t->n_elements;
-    bytes += t->n_bytes;
-  }
-  fmt::print("\nparameters: {} ({:.2f} M)\nweight bytes: {} ({})\n", params, static_cast<double>(params) / 1e6, bytes,
-             format_byte_size(bytes));
-  print_config(*config);
-  return 0;
-}
-
-int inspect_main(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return inspect_hf_dir(path);
-  return inspect_gguf(path);
-}
-
-}  // namespace
 
 Runner register_inspect(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   CLI::App* sub = app.add_subcommand("inspect", "Print a model's metadata, tensors and memory arithmetic");
   sub->add_option("model", *path, "Model file (GGUF) or Hugging Face directory")->required();
-  return [path] { return inspect_main(*path); };
+  return [path] {
+    auto report = tools::inspect(*path);
+    if (!report.ok()) return fail(report.status());
+    fmt::print("{}", *report);
+    return 0;
+  };
 }
 
 }  // namespace tessera::cli

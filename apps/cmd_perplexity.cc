@@ -63,33 +63,32 @@ int64_t argmax(const float* v, int64_t n) {
 }
 
 int perplexity_main(const PerplexityOptions& o) {
-  auto model = Model::load(o.engine.model, load_options(o.engine));
-  if (!model.ok()) return fail(model.status());
-  const Model& m = **model;
-  if (!m.has_tokenizer()) return fail(invalid_argument(o.engine.model + ": the model has no tokenizer"));
   std::ifstream in(o.text_file, std::ios::binary);
   if (!in) return fail(not_found(o.text_file + ": cannot open"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::vector<int32_t> tokens = m.tokenizer().encode(ss.str(), false);
   const int ctx = o.ctx;
-  int64_t n_windows = static_cast<int64_t>(tokens.size()) / ctx;
-  if (o.max_windows > 0) n_windows = std::min<int64_t>(n_windows, o.max_windows);
-  if (n_windows == 0) {
-    return fail(
-        invalid_argument(fmt::format("{}: {} tokens, fewer than one window of {}", o.text_file, tokens.size(), ctx)));
-  }
-  const int64_t nv = m.config().n_vocab;
-  const uint64_t n_positions = static_cast<uint64_t>(n_windows) * static_cast<uint64_t>(ctx - 1);
-
   // The engine scores each window as one request (its prompt's logits,
   // nothing generated) in one step of ctx tokens; the cache holds one window.
   SchedulerFlags sched;
   sched.max_num_seqs = 1;
   sched.max_num_batched_tokens = static_cast<int32_t>(ctx);
   sched.no_prefix_cache = true;
-  auto engine = EngineCore::create(m, engine_config(o.engine, sched, 0, ctx + 1));
+  EngineFlags flags = o.engine;
+  flags.kv_cache_memory.clear();
+  auto engine = create_engine(flags, sched, ctx + 1);
   if (!engine.ok()) return fail(engine.status());
+  const Vocab* vocab = (*engine)->vocab();
+  if (vocab == nullptr) return fail(invalid_argument(o.engine.model + ": the model has no tokenizer"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::vector<int32_t> tokens = vocab->encode(ss.str(), false);
+  int64_t n_windows = static_cast<int64_t>(tokens.size()) / ctx;
+  if (o.max_windows > 0) n_windows = std::min<int64_t>(n_windows, o.max_windows);
+  if (n_windows == 0) {
+    return fail(
+        invalid_argument(fmt::format("{}: {} tokens, fewer than one window of {}", o.text_file, tokens.size(), ctx)));
+  }
+  const int64_t nv = (*engine)->model_info().n_vocab;
+  const uint64_t n_positions = static_cast<uint64_t>(n_windows) * static_cast<uint64_t>(ctx - 1);
 
   std::ofstream save;
   if (!o.save_logits.empty()) {

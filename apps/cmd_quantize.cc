@@ -6,10 +6,10 @@
 #include <memory>
 
 #include "cli_common.h"
-#include "core/byte_size.h"
-#include "core/cpu_features.h"
-#include "model/quantize_model.h"
 #include "progress_bar.h"
+#include "tessera/byte_size.h"
+#include "tessera/system.h"
+#include "tessera/tools.h"
 
 namespace tessera::cli {
 
@@ -23,16 +23,13 @@ struct QuantizeOptions {
 };
 
 int quantize_main(const QuantizeOptions& o) {
-  const std::optional<QuantScheme> scheme = quant_scheme_from_name(o.type);
-  if (!scheme) return fail(invalid_argument("unknown quantization type '" + o.type + "'"));
-  ThreadPool pool(o.threads > 0 ? o.threads : cpu_features().physical_cores);
   ProgressBar bar("quantize");
-  auto summary = quantize_model(o.input, o.output, *scheme, pool, [&bar](int done, int total, const std::string& name) {
-    bar.update(done, total, name);
-  });
+  auto summary =
+      tools::quantize(o.input, o.output, o.type, o.threads > 0 ? o.threads : physical_cores(),
+                      [&bar](int done, int total, const std::string& name) { bar.update(done, total, name); });
   if (!summary.ok()) return fail(summary.status());
   for (const std::string& note : summary->notes) fmt::print(stderr, "note: {}\n", note);
-  fmt::print(stderr, "wrote {} ({}, {} tensors, {} matrices quantized): {} -> {}\n", o.output, scheme->name,
+  fmt::print(stderr, "wrote {} ({}, {} tensors, {} matrices quantized): {} -> {}\n", o.output, o.type,
              summary->n_tensors, summary->n_quantized, format_byte_size(summary->bytes_in),
              format_byte_size(summary->bytes_out));
   return 0;

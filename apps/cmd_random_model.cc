@@ -4,9 +4,8 @@
 #include <memory>
 
 #include "cli_common.h"
-#include "core/byte_size.h"
-#include "core/cpu_features.h"
-#include "model/random_model.h"
+#include "tessera/system.h"
+#include "tessera/tools.h"
 
 namespace tessera::cli {
 
@@ -23,17 +22,15 @@ struct RandomModelOptions {
 Runner register_random_model(CLI::App& app) {
   auto o = std::make_shared<RandomModelOptions>();
   CLI::App* sub = app.add_subcommand("random-model", "Write a GGUF model with random weights in a real model's shape");
-  sub->add_option("--shape", o->preset, "Shape preset")->check(CLI::IsMember(random_model_preset_names()));
+  sub->add_option("--shape", o->preset, "Shape preset")->check(CLI::IsMember(tools::random_model_shape_names()));
   sub->add_option("--dtype", o->dtype, "Weight type of the matrices, or a mix preset (q4_k_m, q5_k_m)")
-      ->check(CLI::IsMember(quant_scheme_names()));
+      ->check(CLI::IsMember(tools::quantize_type_names()));
   sub->add_option("-o,--output", o->output, "Output .gguf path")->required();
   sub->add_option("--seed", o->seed, "Random seed");
   sub->add_option("-t,--threads", o->threads, "Worker threads (default: physical cores)")->check(CLI::Range(1, 1024));
   return [o] {
-    const auto shape = random_model_preset(o->preset);
-    const auto scheme = quant_scheme_from_name(o->dtype);
-    ThreadPool pool(o->threads > 0 ? o->threads : cpu_features().physical_cores);
-    const Status st = write_random_model(*shape, *scheme, o->seed, pool, o->output);
+    const Status st = tools::write_random_model(o->preset, o->dtype, o->seed,
+                                                o->threads > 0 ? o->threads : physical_cores(), o->output);
     if (!st.ok()) return fail(st);
     fmt::print(stderr, "wrote {} ({} {}, random weights, seed {})\n", o->output, o->preset, o->dtype, o->seed);
     return 0;

@@ -11,9 +11,7 @@
 #include <sstream>
 
 #include "cli_common.h"
-#include "core/byte_size.h"
-#include "engine/engine_core.h"
-#include "sample/stop_matcher.h"
+#include "tessera/byte_size.h"
 
 namespace tessera::cli {
 
@@ -66,8 +64,8 @@ Result<std::pair<int32_t, float>> parse_bias(const std::string& text) {
   }
 }
 
-std::string format_logprobs(const TokenLogprobs& lp, const Model& m) {
-  auto name = [&](int32_t id) { return m.has_tokenizer() ? m.tokenizer().token_text(id) : std::to_string(id); };
+std::string format_logprobs(const TokenLogprobs& lp, const Vocab* vocab) {
+  auto name = [&](int32_t id) { return vocab != nullptr ? vocab->token_text(id) : std::to_string(id); };
   std::string s = fmt::format("{:>6} {:<16} {:8.4f} |", lp.token, name(lp.token), lp.logprob);
   for (const auto& [id, v] : lp.top) s += fmt::format(" {}:{:.3f}", name(id), v);
   return s;
@@ -121,8 +119,6 @@ nlohmann::json outcome_json(size_t index, const std::string& prompt, const Outco
 }
 
 int run_main(RunOptions o) {
-  auto kv_bytes = kv_memory_bytes(o.engine);
-  if (!kv_bytes.ok()) return fail(kv_bytes.status());
   for (const auto& b : o.logit_bias) {
     auto parsed = parse_bias(b);
     if (!parsed.ok()) return fail(parsed.status());
@@ -133,33 +129,33 @@ int run_main(RunOptions o) {
     if (!lines.ok()) return fail(lines.status());
     o.prompts.insert(o.prompts.end(), lines->begin(), lines->end());
   }
-  auto model = Model::load(o.engine.model, load_options(o.engine));
-  if (!model.ok()) return fail(model.status());
-  const Model& m = **model;
+  auto options = engine_options(o.engine, o.sched);
+  if (!options.ok()) return fail(options.status());
+  auto engine = Engine::create(*options);
+  if (!engine.ok()) return fail(engine.status());
+  const ModelInfo& info = (*engine)->model_info();
+  const Vocab* vocab = (*engine)->vocab();
   std::vector<std::vector<int32_t>> prompts;
   if (!o.prompt_ids.empty()) {
     auto ids = parse_ids(o.prompt_ids, "--prompt-ids");
     if (!ids.ok()) return fail(ids.status());
     for (int32_t id : *ids) {
-      if (id >= m.config().n_vocab) {
+      if (id >= info.n_vocab) {
         return fail(invalid_argument("--prompt-ids: token " + std::to_string(id) + " is outside the vocabulary (" +
-                                     std::to_string(m.config().n_vocab) + " tokens)"));
+                                     std::to_string(info.n_vocab) + " tokens)"));
       }
     }
     prompts.push_back(*ids);
     o.prompts = {o.prompt_ids};
-  } else if (!m.has_tokenizer()) {
+  } else if (vocab == nullptr) {
     return fail(invalid_argument(o.engine.model +
                                  " has no tokenizer (no tokenizer.json / tokenizer.ggml.model); use --prompt-ids"));
   } else {
-    for (const auto& p : o.prompts) prompts.push_back(m.tokenizer().encode(p, /*add_special=*/true));
+    for (const auto& p : o.prompts) prompts.push_back(vocab->encode(p, /*add_special=*/true));
   }
-  if (Status st = o.gen.validate(m.config().n_vocab); !st.ok()) return fail(st);
-  const bool print_ids = o.print_ids || !m.has_tokenizer();
-  const EngineConfig cfg = engine_config(o.engine, o.sched, *kv_bytes, context_size(o.engine, m.config()));
-  auto engine = EngineCore::create(m, cfg);
-  if (!engine.ok()) return fail(engine.status());
-  const KvCacheSpec& spec = (*engine)->kv_spec();
+  if (Status st = o.gen.validate(info.n_vocab); !st.ok()) return fail(st);
+  const bool print_ids = o.print_ids || vocab == nullptr;
+  const KvCacheInfo& kv = (*engine)->kv_cache_info();
   if (!o.seed_set) o.gen.sampling.seed = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
   // A single prompt with one choice streams live; otherwise results print in input order.
   const bool stream = prompts.size() == 1 && o.gen.n == 1 && !print_ids && !o.json;
@@ -169,7 +165,7 @@ int run_main(RunOptions o) {
   for (size_t i = 0; i < prompts.size(); ++i) {
     // The engine makes the same check in its API's terms (max_tokens).
     const auto n_prompt = static_cast<int64_t>(prompts[i].size());
-    const int64_t ctx = (*engine)->context_tokens();  // --kv-cache-memory's capacity when given
+    const int64_t ctx = info.context;  // --kv-cache-memory's capacity when given
     if (o.gen.max_tokens >= 0 && n_prompt < ctx && n_prompt + o.gen.max_tokens > ctx) {
       const Status st = out_of_range("the prompt (" + std::to_string(n_prompt) + " tokens) plus -n " +
                                      std::to_string(o.gen.max_tokens) + " exceeds the context length " +
@@ -195,8 +191,8 @@ int run_main(RunOptions o) {
     }
   }
   fmt::print(stderr, "tessera: {} ({} layers, {}); KV cache: {} tokens, {}, {} bytes/token; seed {}\n", o.engine.model,
-             m.config().n_layers, (*engine)->backend().describe(), spec.capacity_tokens(),
-             format_byte_size(spec.total_bytes()), spec.bytes_per_token(), o.gen.sampling.seed);
+             info.n_layers, (*engine)->backend_description(), kv.capacity_tokens, format_byte_size(kv.total_bytes),
+             kv.bytes_per_token, o.gen.sampling.seed);
   (*engine)->run_until_idle();
   const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   int exit_code = 0;
@@ -223,7 +219,7 @@ int run_main(RunOptions o) {
         fmt::print("{}\n", stream ? "" : ch.text);
       }
       if (o.gen.logprobs >= 0) {
-        for (const auto& lp : ch.logprobs) fmt::print(stderr, "{}\n", format_logprobs(lp, m));
+        for (const auto& lp : ch.logprobs) fmt::print(stderr, "{}\n", format_logprobs(lp, vocab));
       }
     }
   }
@@ -241,8 +237,8 @@ int run_main(RunOptions o) {
                "KV cache: {} for {} tokens\n",
                rm.prompt_tokens, rm.cached_tokens, rm.generated_tokens, finishes, rm.ttft_ms,
                em.prefill_ms > 0 ? static_cast<double>(em.prompt_tokens_computed) * 1000.0 / em.prefill_ms : 0.0,
-               rm.tpot_ms() > 0 ? 1000.0 / rm.tpot_ms() : 0.0, rm.tpot_ms(), format_byte_size(spec.total_bytes()),
-               spec.capacity_tokens());
+               rm.tpot_ms() > 0 ? 1000.0 / rm.tpot_ms() : 0.0, rm.tpot_ms(), format_byte_size(kv.total_bytes),
+               kv.capacity_tokens);
   } else {
     fmt::print(
         stderr,

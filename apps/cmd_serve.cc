@@ -11,9 +11,8 @@
 #include <sstream>
 
 #include "cli_common.h"
-#include "core/byte_size.h"
-#include "engine/engine_core.h"
 #include "server/http_server.h"
+#include "tessera/byte_size.h"
 
 namespace tessera::cli {
 
@@ -28,8 +27,8 @@ struct ServeOptions {
 };
 
 int serve_main(ServeOptions o) {
-  auto kv_bytes = kv_memory_bytes(o.engine);
-  if (!kv_bytes.ok()) return fail(kv_bytes.status());
+  auto options = engine_options(o.engine, o.sched);
+  if (!options.ok()) return fail(options.status());
   if (!o.template_file.empty()) {
     std::ifstream in(o.template_file, std::ios::binary);
     if (!in) return fail(not_found(o.template_file + ": cannot open chat template"));
@@ -37,14 +36,10 @@ int serve_main(ServeOptions o) {
     ss << in.rdbuf();
     o.server.chat_template = ss.str();
   }
-  auto model = Model::load(o.engine.model, load_options(o.engine));
-  if (!model.ok()) return fail(model.status());
-  const Model& m = **model;
-  const EngineConfig cfg = engine_config(o.engine, o.sched, *kv_bytes, context_size(o.engine, m.config()));
-  auto engine = EngineCore::create(m, cfg);
+  auto engine = Engine::create(*options);
   if (!engine.ok()) return fail(engine.status());
   o.server.webui = !o.no_webui;
-  auto srv = server::Server::create(**engine, m, o.server);
+  auto srv = server::Server::create(**engine, o.server);
   if (!srv.ok()) return fail(srv.status());
   (*engine)->start();
   if (Status st = (*srv)->start(); !st.ok()) {
@@ -54,11 +49,11 @@ int serve_main(ServeOptions o) {
   boost::asio::io_context signals_ioc;
   boost::asio::signal_set signals(signals_ioc, SIGINT, SIGTERM);
   signals.async_wait([](const boost::system::error_code&, int) {});
-  const KvCacheSpec& spec = (*engine)->kv_spec();
+  const KvCacheInfo& kv = (*engine)->kv_cache_info();
   fmt::print(stderr,
              "tessera serve: listening on http://{}:{} serving model '{}' ({}; {} threads, KV cache {} tokens, {})\n",
-             o.server.host, (*srv)->port(), (*srv)->state().protocol.served_model, o.engine.model, cfg.threads,
-             spec.capacity_tokens(), format_byte_size(spec.total_bytes()));
+             o.server.host, (*srv)->port(), (*srv)->state().protocol.served_model, o.engine.model,
+             options->backend.threads, kv.capacity_tokens, format_byte_size(kv.total_bytes));
   if (o.server.webui) {
     fmt::print(stderr, "tessera serve: chat web UI at http://{}:{}/\n", o.server.host, (*srv)->port());
   }

@@ -5,7 +5,6 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -13,8 +12,7 @@
 #include <vector>
 
 #include "cli_common.h"
-#include "formats/gguf_reader.h"
-#include "tokenizer/tokenizer.h"
+#include "tessera/vocab.h"
 
 namespace tessera::cli {
 
@@ -32,15 +30,6 @@ struct DetokenizeOptions {
   std::string model;
   std::vector<std::string> ids;
 };
-
-// The tokenizer of `model`: a directory is read as a Hugging Face checkpoint,
-// anything else as a GGUF file.
-Result<std::unique_ptr<Tokenizer>> load_vocabulary(const std::string& model) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(model, ec)) return Tokenizer::from_hf_dir(model);
-  TESSERA_ASSIGN_OR_RETURN(GgufFile file, GgufFile::open(model));
-  return Tokenizer::from_gguf(file);
-}
 
 Result<std::string> read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -89,7 +78,7 @@ int tokenize_main(const TokenizeOptions& o) {
     if (!r.ok()) return fail(r.status());
     text = std::move(r).value();
   }
-  auto tok = load_vocabulary(o.model);
+  auto tok = Vocab::load(o.model);
   if (!tok.ok()) return fail(tok.status());
   const std::vector<int32_t> ids = (*tok)->encode(text, /*add_special=*/!o.no_bos, /*parse_special=*/o.special);
   std::string line;
@@ -102,11 +91,13 @@ int tokenize_main(const TokenizeOptions& o) {
 }
 
 int detokenize_main(const DetokenizeOptions& o) {
-  auto tok = load_vocabulary(o.model);
+  auto tok = Vocab::load(o.model);
   if (!tok.ok()) return fail(tok.status());
-  auto ids = parse_ids(o.ids, (*tok)->n_vocab());
+  auto ids = parse_ids(o.ids, (*tok)->size());
   if (!ids.ok()) return fail(ids.status());
-  fmt::print("{}\n", (*tok)->decode(*ids));
+  auto text = (*tok)->decode(*ids);
+  if (!text.ok()) return fail(text.status());
+  fmt::print("{}\n", *text);
   return 0;
 }
 

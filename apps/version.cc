@@ -6,9 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/registry.h"
 #include "cli_common.h"
-#include "core/cpu_features.h"
+#include "tessera/system.h"
 
 namespace tessera::cli {
 
@@ -36,9 +35,8 @@ std::string join(const std::vector<Isa>& isas) {
 
 std::string version_text() {
   // Every x86-64 build compiles all three kernel paths (cmake/compiler_flags.cmake) and picks one
-  // at run time from CPUID (src/core/cpu_features.h).
+  // at run time from CPUID (tessera/isa.h).
   const std::vector<Isa> compiled = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
-  const CpuFeatures& f = cpu_features();
   return fmt::format(
       "tessera {}\n"
       "commit:      {}\n"
@@ -47,8 +45,8 @@ std::string version_text() {
       "cpu kernels: {} (compiled; chosen at run time)\n"
       "this cpu:    {} (runs {}; AVX-512 VNNI {}; {} physical cores)",
       TESSERA_VERSION, kGitCommit, TESSERA_BUILD_TYPE, compiler(), __cplusplus / 100 % 100,
-      TESSERA_SANITIZED ? ", ASan+UBSan" : "", fmt::join(backend_names(), ", "), join(compiled),
-      isa_name(isa_from_environment()), join(supported_isas()), f.avx512_vnni ? "yes" : "no", f.physical_cores);
+      TESSERA_SANITIZED ? ", ASan+UBSan" : "", fmt::join(device_names(), ", "), join(compiled),
+      isa_name(isa_from_environment()), join(supported_isas()), cpu_has_avx512_vnni() ? "yes" : "no", physical_cores());
 }
 
 }  // namespace tessera::cli

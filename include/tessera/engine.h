@@ -25,8 +25,10 @@
 #include "tessera/engine_metrics.h"
 #include "tessera/generation_options.h"
 #include "tessera/request_event.h"
+#include "tessera/request_outcome.h"
 #include "tessera/results.h"
 #include "tessera/status.h"
+#include "tessera/vocab.h"
 
 namespace tessera {
 
@@ -51,6 +53,22 @@ struct ModelInfo {
   int64_t trained_context = 0;  // the model's own context length
   int64_t context = 0;          // tokens one sequence may hold in this engine
   bool has_tokenizer = false;
+  int32_t n_embd = 0;      // hidden size
+  int32_t n_ff = 0;        // feed-forward (MLP) width
+  int32_t n_heads = 0;     // query heads
+  int32_t n_kv_heads = 0;  // key/value heads (GQA: n_heads is a multiple)
+  int32_t head_dim = 0;
+  uint64_t weight_bytes = 0;  // bytes of the weight matrices as the backend runs them (what decode reads per step)
+};
+
+// The paged KV cache the engine allocated (architecture.md "The KV cache").
+struct KvCacheInfo {
+  std::string dtype;             // "f16", "bf16", "f32", "int8" or "fp8"
+  int64_t num_blocks = 0;        // blocks in the pool
+  int32_t block_size = 0;        // tokens per block
+  int64_t capacity_tokens = 0;   // num_blocks * block_size
+  uint64_t bytes_per_token = 0;  // K and V of every layer for one token
+  uint64_t total_bytes = 0;      // the pool's memory
 };
 
 class Engine {
@@ -68,6 +86,14 @@ class Engine {
   const ModelInfo& model_info() const;
   // One line saying how the model runs, e.g. "cpu avx2, 2 threads, no tile kernels".
   std::string backend_description() const;
+  const KvCacheInfo& kv_cache_info() const;
+  // The model's vocabulary and tokenizer; null when the model file has none
+  // (then prompts are token ids). Owned by the engine.
+  const Vocab* vocab() const;
+  // The read bandwidth of the backend's memory in bytes/s, measured now on
+  // the backend's own threads (the roofline for decode). Call it only while
+  // no step runs (not after start()).
+  double measure_read_bandwidth();
 
   // Token ids of `text` (with BOS etc. when add_special). Errors: no tokenizer.
   Result<std::vector<int32_t>> tokenize(std::string_view text, bool add_special) const;
@@ -85,6 +111,11 @@ class Engine {
 
   // Steps until every submitted request has finished (on this thread).
   void run_until_idle();
+  // submit() then run_until_idle(): one request on the caller's thread, its
+  // results and metrics. on_step sees each streamed step that carries a
+  // token or text. Errors: submit's, or the request's own.
+  Result<RequestOutcome> generate(std::vector<int32_t> prompt, const GenerationOptions& options,
+                                  const std::function<void(const StreamEvent&)>& on_step = {});
   // Runs the step loop on a background thread until stop() (or destruction).
   void start();
   void stop();

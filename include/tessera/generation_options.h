@@ -1,6 +1,7 @@
 // What one request asks of generation: sampling, stopping, logprobs and n.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,6 +11,9 @@
 #include "tessera/status.h"
 
 namespace tessera {
+
+// Stop strings a request may give (GenerationOptions::stop).
+inline constexpr size_t kMaxStopStrings = 16;
 
 enum class FinishReason { kStop, kLength };
 

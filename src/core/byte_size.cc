@@ -1,4 +1,4 @@
-#include "core/byte_size.h"
+#include "tessera/byte_size.h"
 
 #include <fmt/format.h>
 

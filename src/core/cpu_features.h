@@ -21,14 +21,6 @@ struct CpuFeatures {
 // Detected once, thread-safe.
 const CpuFeatures& cpu_features();
 
-// The best path this CPU supports. (A lower one is chosen by the CPU
-// backend's options, which the CLI takes from TESSERA_ISA.)
-Isa best_isa();
-
-// The Isa named `name` ("scalar", "avx2", "avx512"), or nullopt.
-std::optional<Isa> isa_from_name(std::string_view name);
-
-// Every path this CPU supports, scalar first (kernel tests iterate over them).
-std::vector<Isa> supported_isas();
+// best_isa(), isa_from_name() and supported_isas() are declared in tessera/isa.h.
 
 }  // namespace tessera

@@ -5,6 +5,8 @@
 
 #include "core/dtype.h"
 #include "engine/engine_core.h"
+#include "engine/run_to_completion.h"
+#include "engine/vocab_impl.h"
 #include "kv/kv_cache_spec.h"
 #include "model/model.h"
 
@@ -14,6 +16,8 @@ struct Engine::Impl {
   std::unique_ptr<Model> model;
   std::unique_ptr<EngineCore> core;
   ModelInfo info;
+  KvCacheInfo kv;
+  std::unique_ptr<Vocab> vocab;  // a view of model->tokenizer(); null without one
 };
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -44,13 +48,24 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   cfg.max_num_batched_tokens = o.max_num_batched_tokens;
   cfg.enable_prefix_cache = o.enable_prefix_cache;
   TESSERA_ASSIGN_OR_RETURN(impl->core, EngineCore::create(*impl->model, cfg));
-  impl->info = ModelInfo{impl->model->path(),
-                         c.architecture,
-                         c.n_layers,
-                         c.n_vocab,
-                         c.context_length,
-                         impl->core->context_tokens(),
-                         impl->model->has_tokenizer()};
+  ModelInfo& info = impl->info;
+  info.path = impl->model->path();
+  info.architecture = c.architecture;
+  info.n_layers = c.n_layers;
+  info.n_vocab = c.n_vocab;
+  info.trained_context = c.context_length;
+  info.context = impl->core->context_tokens();
+  info.has_tokenizer = impl->model->has_tokenizer();
+  info.n_embd = c.n_embd;
+  info.n_ff = c.n_ff;
+  info.n_heads = c.n_heads;
+  info.n_kv_heads = c.n_kv_heads;
+  info.head_dim = c.head_dim;
+  info.weight_bytes = impl->model->weights().matrix_bytes();
+  const KvCacheSpec& spec = impl->core->kv_spec();
+  impl->kv = KvCacheInfo{kv_dtype_name(spec.dtype), spec.num_blocks,        spec.block_size,
+                         spec.capacity_tokens(),    spec.bytes_per_token(), spec.total_bytes()};
+  if (impl->model->has_tokenizer()) impl->vocab = make_vocab_view(impl->model->tokenizer());
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -60,6 +75,23 @@ const ModelInfo& Engine::model_info() const {
 
 std::string Engine::backend_description() const {
   return impl_->core->backend().describe();
+}
+
+const KvCacheInfo& Engine::kv_cache_info() const {
+  return impl_->kv;
+}
+
+const Vocab* Engine::vocab() const {
+  return impl_->vocab.get();
+}
+
+double Engine::measure_read_bandwidth() {
+  return impl_->core->backend().measure_read_bandwidth();
+}
+
+Result<RequestOutcome> Engine::generate(std::vector<int32_t> prompt, const GenerationOptions& options,
+                                        const std::function<void(const StreamEvent&)>& on_step) {
+  return run_to_completion(*impl_->core, prompt, options, on_step);
 }
 
 Result<std::vector<int32_t>> Engine::tokenize(std::string_view text, bool add_special) const {

@@ -7,13 +7,9 @@
 #include <vector>
 
 #include "engine/engine_core.h"
+#include "tessera/request_outcome.h"
 
 namespace tessera {
-
-struct RequestOutcome {
-  std::vector<ChoiceResult> choices;
-  RequestMetrics metrics;
-};
 
 // Submits `prompt` to `engine` and runs it until every request has finished;
 // on_event sees each step that carries a token or text. Errors: submit's, or

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "core/byte_size.h"
+#include "tessera/byte_size.h"
 
 namespace tessera {
 

@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-namespace tessera {
+#include "tessera/generation_options.h"  // kMaxStopStrings
 
-inline constexpr size_t kMaxStopStrings = 16;
+namespace tessera {
 
 class StopMatcher {
  public:

@@ -8,15 +8,15 @@ std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error
 
 std::string sse_event(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
 
-CompletionJob::CompletionJob(ParsedRequest request, std::string id, int64_t created, const Tokenizer* tokenizer)
-    : request_(std::move(request)), id_(std::move(id)), created_(created), tokenizer_(tokenizer) {
+CompletionJob::CompletionJob(ParsedRequest request, std::string id, int64_t created, const Vocab* vocab)
+    : request_(std::move(request)), id_(std::move(id)), created_(created), vocab_(vocab) {
   results_.resize(request_.prompts.size() * static_cast<size_t>(request_.options.n));
   metrics_.resize(request_.prompts.size());
 }
 
 std::string CompletionJob::piece(int32_t id) const {
-  if (!tokenizer_ || id < 0 || id >= tokenizer_->n_vocab()) return std::to_string(id);
-  const std::string& t = tokenizer_->token_text(id);
+  if (!vocab_ || id < 0 || id >= vocab_->size()) return std::to_string(id);
+  const std::string t = vocab_->token_text(id);
   constexpr std::string_view kSpm = "\xE2\x96\x81";  // U+2581, SentencePiece's space
   std::string out;
   out.reserve(t.size());

@@ -12,15 +12,15 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine_core.h"
 #include "server/openai_protocol.h"
+#include "tessera/engine.h"
 
 namespace tessera::server {
 
 class CompletionJob {
  public:
-  // `tokenizer` may be null (token pieces are then written as ids).
-  CompletionJob(ParsedRequest request, std::string id, int64_t created, const Tokenizer* tokenizer);
+  // `vocab` may be null (token pieces are then written as ids).
+  CompletionJob(ParsedRequest request, std::string id, int64_t created, const Vocab* vocab);
 
   const ParsedRequest& request() const { return request_; }
   size_t num_prompts() const { return request_.prompts.size(); }
@@ -51,7 +51,7 @@ class CompletionJob {
   ParsedRequest request_;
   std::string id_;
   int64_t created_;
-  const Tokenizer* tokenizer_;
+  const Vocab* vocab_;
   std::vector<ChoiceResult> results_;    // [prompt * n + choice]
   std::vector<RequestMetrics> metrics_;  // [prompt]
   size_t finished_ = 0;

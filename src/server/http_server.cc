@@ -30,29 +30,30 @@ struct Server::Impl {
   }
 };
 
-Result<std::unique_ptr<Server>> Server::create(EngineCore& engine, const Model& model, ServerConfig config) {
+Result<std::unique_ptr<Server>> Server::create(Engine& engine, ServerConfig config) {
   std::unique_ptr<Server> s(new Server());
   s->state_ = std::make_shared<ServerState>();
   ServerState& st = *s->state_;
   st.engine = &engine;
-  st.model = &model;
+  const ModelInfo& info = engine.model_info();
+  const Vocab* vocab = engine.vocab();
   if (config.served_model_name.empty()) {
-    config.served_model_name = std::filesystem::path(model.path()).filename().string();
+    config.served_model_name = std::filesystem::path(info.path).filename().string();
   }
   if (config.io_threads < 1) config.io_threads = 1;
   const std::string source = !config.chat_template.empty() ? config.chat_template
-                             : model.has_tokenizer()       ? model.tokenizer().chat_template()
+                             : vocab != nullptr            ? vocab->chat_template()
                                                            : std::string();
-  if (!source.empty()) {
-    auto t = ChatTemplate::parse(source);
+  if (!source.empty() && vocab != nullptr) {
+    auto t = ChatFormatter::create(*vocab, source);
     if (!t.ok()) return Status(t.status().code(), "chat template: " + t.status().message());
-    st.chat_template = std::move(*t);
+    st.chat = std::move(*t);
   }
   st.config = std::move(config);
-  st.protocol.tokenizer = model.has_tokenizer() ? &model.tokenizer() : nullptr;
-  st.protocol.n_vocab = model.config().n_vocab;
+  st.protocol.vocab = vocab;
+  st.protocol.n_vocab = info.n_vocab;
   st.protocol.served_model = st.config.served_model_name;
-  st.protocol.chat_template = st.chat_template ? &*st.chat_template : nullptr;
+  st.protocol.chat = st.chat.get();
   s->impl_ = std::make_unique<Impl>(st.config.io_threads);
   s->impl_->state = s->state_;
   return s;

@@ -1,6 +1,7 @@
 // The OpenAI-compatible HTTP server: a Boost.Beast / Asio listener with a
 // small io_context thread pool; each connection runs on its own strand and
-// talks to the EngineCore only through its public, thread-safe API. EngineCore
+// talks to the engine only through the public API (tessera/engine.h:
+// submit, cancel, metrics, the vocabulary; thread-safe). Engine
 // callbacks (engine thread) hand their data to the connection's strand with
 // asio::post, so a slow client never blocks the engine.
 //
@@ -20,9 +21,10 @@
 #include <thread>
 #include <vector>
 
-#include "engine/engine_core.h"
 #include "server/openai_protocol.h"
 #include "server/server_metrics.h"
+#include "tessera/chat.h"
+#include "tessera/engine.h"
 
 namespace tessera::server {
 
@@ -40,10 +42,9 @@ struct ServerConfig {
 
 // State shared by every connection (thread-safe members only).
 struct ServerState {
-  EngineCore* engine = nullptr;
-  const Model* model = nullptr;
+  Engine* engine = nullptr;
   ServerConfig config;
-  std::optional<ChatTemplate> chat_template;
+  std::unique_ptr<ChatFormatter> chat;  // null: the model has no chat template (chat is refused)
   ProtocolContext protocol;
   ServerMetrics metrics;
   std::atomic<int32_t> in_flight{0};  // engine requests submitted and not yet finished
@@ -55,9 +56,9 @@ struct ServerState {
 
 class Server {
  public:
-  // Borrows `engine` (already start()ed by the caller) and `model`. Errors:
+  // Borrows `engine` (started by the caller before start()). Errors:
   // a chat template that does not parse.
-  static Result<std::unique_ptr<Server>> create(EngineCore& engine, const Model& model, ServerConfig config);
+  static Result<std::unique_ptr<Server>> create(Engine& engine, ServerConfig config);
   ~Server();
 
   // Binds host:port, starts accepting and the io threads. Errors: bad

@@ -97,8 +97,7 @@ void HttpSession::start_job(ParsedRequest request) {
   const std::string id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", state_->next_id.fetch_add(1));
   const int64_t created =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  job_ = std::make_unique<CompletionJob>(std::move(request), id, created,
-                                         state_->model->has_tokenizer() ? &state_->model->tokenizer() : nullptr);
+  job_ = std::make_unique<CompletionJob>(std::move(request), id, created, state_->engine->vocab());
   job_ids_.clear();
   pending_ = 0;
   submit_error_.reset();

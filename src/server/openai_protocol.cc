@@ -3,7 +3,6 @@
 #include <cmath>
 #include <random>
 
-#include "sample/stop_matcher.h"
 #include "tessera/logprobs.h"
 
 namespace tessera::server {
@@ -105,9 +104,9 @@ std::optional<std::vector<int32_t>> token_ids(const json& a, int32_t n_vocab, Fi
 
 void parse_prompt(const json& p, const ProtocolContext& ctx, ParsedRequest& out, FieldReader& r) {
   auto encode = [&](const std::string& s) {
-    if (!ctx.tokenizer) return r.fail("this model has no tokenizer; send token ids", "prompt");
+    if (!ctx.vocab) return r.fail("this model has no tokenizer; send token ids", "prompt");
     if (s.empty()) return r.fail("prompt must not be empty", "prompt");
-    out.prompts.push_back(ctx.tokenizer->encode(s, /*add_special=*/true));
+    out.prompts.push_back(ctx.vocab->encode(s, /*add_special=*/true));
   };
   if (p.is_string()) return encode(p.get<std::string>());
   if (!p.is_array() || p.empty()) return r.fail("prompt must be a string, an array of strings or token ids", "prompt");
@@ -229,7 +228,7 @@ void parse_logprobs(FieldReader& r, ParsedRequest& out) {
 
 std::variant<std::vector<int32_t>, ApiError> render_chat(const json& messages, const ProtocolContext& ctx) {
   if (!messages.is_array() || messages.empty()) return bad_request("messages must be a non-empty array", "messages");
-  if (!ctx.chat_template || !ctx.tokenizer) {
+  if (!ctx.chat || !ctx.vocab) {
     return bad_request("this model has no chat template; start the server with --chat-template FILE", "messages");
   }
   json rendered = json::array();
@@ -261,14 +260,11 @@ std::variant<std::vector<int32_t>, ApiError> render_chat(const json& messages, c
     }
     rendered.push_back({{"role", r == "developer" ? "system" : r}, {"content", text}});
   }
-  const Tokenizer& tok = *ctx.tokenizer;
-  auto name = [&](int32_t id) { return id >= 0 && id < tok.n_vocab() ? tok.token_text(id) : std::string(); };
-  const std::string bos = name(tok.bos_id());
-  auto text = apply_chat_template(*ctx.chat_template, rendered, true, bos, name(tok.eos_id()));
-  if (!text.ok())
-    return ApiError{400, "chat template: " + text.status().message(), "invalid_request_error", "messages", {}};
-  const bool template_has_bos = !bos.empty() && text->rfind(bos, 0) == 0;
-  return tok.encode(*text, /*add_special=*/!template_has_bos, /*parse_special=*/true);
+  // The strings came from parsed JSON, so they are valid UTF-8 and dump() cannot fail.
+  auto prompt = ctx.chat->render(rendered.dump(), /*add_generation_prompt=*/true);
+  if (!prompt.ok())
+    return ApiError{400, "chat template: " + prompt.status().message(), "invalid_request_error", "messages", {}};
+  return std::move(prompt->tokens);
 }
 
 std::variant<ParsedRequest, ApiError> parse_request(std::string_view body, Endpoint endpoint,

@@ -11,10 +11,10 @@
 #include <variant>
 #include <vector>
 
-#include "template/chat_template.h"
+#include "tessera/chat.h"
 #include "tessera/generation_options.h"
 #include "tessera/status.h"
-#include "tokenizer/tokenizer.h"
+#include "tessera/vocab.h"
 
 namespace tessera::server {
 
@@ -39,10 +39,10 @@ enum class Endpoint { kCompletions, kChat };
 
 // What the parser needs to know about the served model.
 struct ProtocolContext {
-  const Tokenizer* tokenizer = nullptr;  // null: token-id prompts only
+  const Vocab* vocab = nullptr;  // null: token-id prompts only
   int32_t n_vocab = 0;
   std::string served_model;                     // the `model` name clients must use
-  const ChatTemplate* chat_template = nullptr;  // null: chat is refused
+  const ChatFormatter* chat = nullptr;          // the chat template; null: chat is refused
 };
 
 // A parsed completion or chat request.

@@ -31,7 +31,7 @@ Reply tokenize(std::string_view body, ServerState& s) {
   Reply err;
   auto j = parse_object(body, err);
   if (!j) return err;
-  if (!s.protocol.tokenizer) return error_reply(bad_request("this model has no tokenizer"));
+  if (!s.protocol.vocab) return error_reply(bad_request("this model has no tokenizer"));
   std::vector<int32_t> ids;
   if (auto m = j->find("messages"); m != j->end()) {
     auto r = render_chat(*m, s.protocol);
@@ -45,16 +45,16 @@ Reply tokenize(std::string_view body, ServerState& s) {
       if (!a->is_boolean()) return error_reply(bad_request("add_special_tokens must be a boolean", "add_special_tokens"));
       add_special = a->get<bool>();
     }
-    ids = s.protocol.tokenizer->encode(p->get<std::string>(), add_special);
+    ids = s.protocol.vocab->encode(p->get<std::string>(), add_special);
   }
-  return json_reply({{"tokens", ids}, {"count", ids.size()}, {"max_model_len", s.engine->context_tokens()}});
+  return json_reply({{"tokens", ids}, {"count", ids.size()}, {"max_model_len", s.engine->model_info().context}});
 }
 
 Reply detokenize(std::string_view body, ServerState& s) {
   Reply err;
   auto j = parse_object(body, err);
   if (!j) return err;
-  if (!s.protocol.tokenizer) return error_reply(bad_request("this model has no tokenizer"));
+  if (!s.protocol.vocab) return error_reply(bad_request("this model has no tokenizer"));
   auto t = j->find("tokens");
   if (t == j->end() || !t->is_array()) return error_reply(bad_request("tokens must be an array of token ids", "tokens"));
   std::vector<int32_t> ids;
@@ -64,7 +64,9 @@ Reply detokenize(std::string_view body, ServerState& s) {
     }
     ids.push_back(v.get<int32_t>());
   }
-  return json_reply({{"prompt", s.protocol.tokenizer->decode(ids)}});
+  auto text = s.protocol.vocab->decode(ids);  // ids checked above
+  if (!text.ok()) return error_reply(bad_request(text.status().message(), "tokens"));
+  return json_reply({{"prompt", *text}});
 }
 
 json models(const ServerState& s) {
@@ -75,7 +77,7 @@ json models(const ServerState& s) {
                                  {"object", "model"},
                                  {"created", created},
                                  {"owned_by", "tessera"},
-                                 {"max_model_len", s.engine->context_tokens()}}})}};
+                                 {"max_model_len", s.engine->model_info().context}}})}};
 }
 
 }  // namespace
@@ -87,7 +89,7 @@ std::optional<Reply> handle_simple_route(std::string_view method, std::string_vi
     return Reply{200, R"({"status":"ok"})", "application/json", {}};
   }
   if (path == "/metrics") {
-    const int64_t blocks = state.engine->kv_spec().num_blocks;
+    const int64_t blocks = state.engine->kv_cache_info().num_blocks;
     return Reply{200, state.metrics.render(state.engine->metrics(), blocks), "text/plain; version=0.0.4; charset=utf-8", {}};
   }
   if (path == "/v1/models" && method == "GET") return json_reply(models(state));

@@ -1,8 +1,16 @@
 // The public API (include/tessera/engine.h) as an embedding program sees it:
-// errors for bad options, tokenize/detokenize, a cancelled request, metrics.
+// errors for bad options, tokenize/detokenize, a cancelled request, metrics,
+// generate(), the model and KV cache facts, Vocab, ChatFormatter and the
+// model-file tools (the CLI and the server use nothing else).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+
+#include "tessera/chat.h"
 #include "tessera/engine.h"
+#include "tessera/tools.h"
+#include "tessera/vocab.h"
 #include "test_support.h"
 
 namespace tessera {
@@ -61,6 +69,119 @@ TEST(PublicApi, TokenizeSubmitCancelMetrics) {
   EXPECT_LT(tokens, 200);
   EXPECT_EQ(e.metrics().finished_cancelled, 1);
   EXPECT_EQ(e.metrics().running, 0);
+}
+
+TEST(PublicApi, GenerateAndModelFacts) {
+  TESSERA_REQUIRE_SHARED_FILE(path, "models/stories260K.gguf");
+  EngineOptions o;
+  o.model = path;
+  o.ctx_size = 256;
+  auto engine = Engine::create(o);
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  Engine& e = **engine;
+  const ModelInfo& m = e.model_info();
+  EXPECT_EQ(m.n_layers, 5);
+  EXPECT_EQ(m.n_embd, 64);
+  EXPECT_EQ(m.n_ff, 172);
+  EXPECT_EQ(m.n_heads, 8);
+  EXPECT_EQ(m.n_kv_heads, 4);
+  EXPECT_EQ(m.head_dim, 8);
+  EXPECT_GT(m.weight_bytes, 0u);
+  const KvCacheInfo& kv = e.kv_cache_info();
+  EXPECT_EQ(kv.dtype, "f16");
+  EXPECT_EQ(kv.bytes_per_token, 640u);  // 2 x 5 layers x 4 kv heads x 8 x 2 bytes
+  EXPECT_EQ(kv.capacity_tokens, 256);
+  EXPECT_EQ(kv.capacity_tokens, kv.num_blocks * kv.block_size);
+  EXPECT_EQ(kv.total_bytes, 640u * 256u);
+  ASSERT_NE(e.vocab(), nullptr);
+  EXPECT_EQ(e.vocab()->size(), 512);
+
+  // generate() is submit + run_until_idle: the same greedy tokens and text.
+  GenerationOptions g;
+  g.max_tokens = 24;
+  g.sampling.temperature = 0;
+  const std::vector<int32_t> prompt = *e.tokenize("Once upon a time", true);
+  std::string streamed;
+  auto out = e.generate(prompt, g, [&](const StreamEvent& ev) { streamed += ev.text; });
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  ASSERT_EQ(out->choices.size(), 1u);
+  EXPECT_EQ(out->choices[0].tokens.size(), 24u);
+  EXPECT_EQ(streamed, out->choices[0].text);
+  EXPECT_EQ(*e.detokenize(out->choices[0].tokens), out->choices[0].text);
+  EXPECT_EQ(out->metrics.generated_tokens, 24);
+  std::vector<int32_t> submitted;
+  ASSERT_TRUE(e.submit(prompt, g, [&](const RequestEvent& ev) {
+                 if (ev.step.token >= 0) submitted.push_back(ev.step.token);
+               }).ok());
+  e.run_until_idle();
+  EXPECT_EQ(submitted, out->choices[0].tokens);
+  // An empty prompt is the request's own error.
+  EXPECT_FALSE(e.generate({}, g).ok());
+}
+
+TEST(PublicApi, VocabAloneAndControlTokenSpellings) {
+  TESSERA_REQUIRE_SHARED_FILE(path, "models/stories260K.gguf");
+  auto v = Vocab::load(path);
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  const Vocab& vocab = **v;
+  EXPECT_EQ(vocab.size(), 512);
+  EXPECT_EQ(vocab.bos_id(), 1);
+  EXPECT_EQ(vocab.eos_id(), 2);
+  EXPECT_TRUE(vocab.is_eog(2));
+  EXPECT_EQ(vocab.encode("Once upon a time", true), (std::vector<int32_t>{1, 403, 407, 261, 378}));
+  // "<s>" in plain text is characters; with parse_special it is BOS (id 1).
+  const std::vector<int32_t> plain = vocab.encode("a <s> b", false);
+  const std::vector<int32_t> parsed = vocab.encode("a <s> b", false, /*parse_special=*/true);
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), 1), 0);
+  EXPECT_EQ(std::count(parsed.begin(), parsed.end(), 1), 1);
+  EXPECT_EQ(*vocab.decode(plain), "a <s> b");
+  EXPECT_EQ(vocab.decode(std::vector<int32_t>{512}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(vocab.token_text(-1), "");
+  EXPECT_EQ(vocab.token_piece(403), " Once");
+  EXPECT_FALSE(Vocab::load("/nonexistent.gguf").ok());
+}
+
+TEST(PublicApi, ChatFormatterRendersAndTokenizes) {
+  TESSERA_REQUIRE_SHARED_FILE(path, "models/stories260K.gguf");
+  auto v = Vocab::load(path);
+  ASSERT_TRUE(v.ok());
+  auto f = ChatFormatter::create(**v,
+                                 "{{ bos_token }}{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n"
+                                 "{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}");
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  auto p = (*f)->render(R"([{"role": "user", "content": "Hi"}])");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ(p->text, "<s>[user] Hi\n[assistant]");
+  // The template wrote BOS, so it is not added a second time.
+  EXPECT_EQ(p->tokens.front(), 1);
+  EXPECT_EQ(std::count(p->tokens.begin(), p->tokens.end(), 1), 1);
+  EXPECT_EQ((*f)->render("{not json").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*f)->render("[1, 2]").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ChatFormatter::create(**v, "{% for %}").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(PublicApi, ModelFileTools) {
+  const std::string out = (std::filesystem::temp_directory_path() / "tessera_public_api_tiny.gguf").string();
+  ASSERT_TRUE(tools::write_random_model("tiny", "q8_0", 7, 1, out).ok());
+  auto report = tools::inspect(out);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  EXPECT_NE(report->find("architecture: llama"), std::string::npos) << *report;
+  EXPECT_NE(report->find("q8_0"), std::string::npos) << *report;
+  const std::string q4 = out + ".q4_0.gguf";
+  int calls = 0;
+  auto q = tools::quantize(out, q4, "q4_0", 1, [&](int done, int total, const std::string&) {
+    EXPECT_LE(done, total);
+    ++calls;
+  });
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  EXPECT_GT(q->n_quantized, 0);
+  EXPECT_EQ(calls, q->n_tensors);
+  EXPECT_EQ(tools::quantize(out, q4, "q3_z", 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(tools::write_random_model("no-such-shape", "f16", 1, 1, out).code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(tools::inspect("/nonexistent.gguf").ok());
+  EXPECT_EQ(tools::convert_hf("/nonexistent", out, {.dtype = "f8"}).status().code(), StatusCode::kInvalidArgument);
+  std::filesystem::remove(out);
+  std::filesystem::remove(q4);
 }
 
 }  // namespace

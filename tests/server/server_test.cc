@@ -35,13 +35,11 @@ class ServerTest : public ::testing::Test {
   static void SetUpTestSuite() {
     const std::string path = tessera::testing::shared_path("models/stories260K.gguf");
     if (!tessera::testing::file_exists(path)) return;
-    auto m = Model::load(path);
-    ASSERT_TRUE(m.ok()) << m.status().to_string();
-    model_ = std::move(*m).release();
-    EngineConfig cfg;
+    EngineOptions cfg;
+    cfg.model = path;
     cfg.ctx_size = 512;
     cfg.max_num_seqs = 128;
-    auto e = EngineCore::create(*model_, cfg);
+    auto e = Engine::create(cfg);
     ASSERT_TRUE(e.ok()) << e.status().to_string();
     engine_ = std::move(*e).release();
     engine_->start();
@@ -49,9 +47,7 @@ class ServerTest : public ::testing::Test {
   static void TearDownTestSuite() {
     if (engine_) engine_->stop();
     delete engine_;
-    delete model_;
     engine_ = nullptr;
-    model_ = nullptr;
   }
   void SetUp() override {
     TESSERA_REQUIRE_SHARED_FILE(path, "models/stories260K.gguf");
@@ -65,7 +61,7 @@ class ServerTest : public ::testing::Test {
     cfg.port = 0;
     cfg.served_model_name = "stories";
     if (cfg.chat_template.empty()) cfg.chat_template = kChatMl;
-    auto s = Server::create(*engine_, *model_, cfg);
+    auto s = Server::create(*engine_, cfg);
     EXPECT_TRUE(s.ok()) << s.status().to_string();
     server_ = std::move(*s);
     EXPECT_TRUE(server_->start().ok());
@@ -80,7 +76,7 @@ class ServerTest : public ::testing::Test {
     std::condition_variable cv;
     std::string text;
     bool done = false;
-    auto id = engine_->submit(model_->tokenizer().encode(prompt, true), o, [&](const RequestEvent& ev) {
+    auto id = engine_->submit(engine_->vocab()->encode(prompt, true), o, [&](const RequestEvent& ev) {
       if (!ev.request_finished) return;
       std::lock_guard<std::mutex> lock(mu);
       text = (*ev.results)[0].text;
@@ -105,13 +101,11 @@ class ServerTest : public ::testing::Test {
     }
   }
 
-  static Model* model_;
-  static EngineCore* engine_;
+  static Engine* engine_;
   std::unique_ptr<Server> server_;
 };
 
-Model* ServerTest::model_ = nullptr;
-EngineCore* ServerTest::engine_ = nullptr;
+Engine* ServerTest::engine_ = nullptr;
 
 TEST_F(ServerTest, HealthAndModels) {
   const uint16_t port = start();
@@ -402,7 +396,7 @@ TEST_F(ServerTest, TokenizeAndDetokenize) {
   auto t = http_request(port, "POST", "/tokenize", R"({"prompt":"Once upon a time"})");
   ASSERT_EQ(t.status, 200) << t.body;
   json tj = json::parse(t.body);
-  EXPECT_EQ(tj["tokens"].get<std::vector<int32_t>>(), model_->tokenizer().encode("Once upon a time", true));
+  EXPECT_EQ(tj["tokens"].get<std::vector<int32_t>>(), engine_->vocab()->encode("Once upon a time", true));
   auto d = http_request(port, "POST", "/detokenize", json{{"tokens", tj["tokens"]}}.dump());
   ASSERT_EQ(d.status, 200) << d.body;
   EXPECT_EQ(json::parse(d.body)["prompt"], "Once upon a time");

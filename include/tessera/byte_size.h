@@ -1,4 +1,5 @@
 // Human byte sizes: parsing "64MiB", "2GiB", "512k", "1000000" and printing.
+// Public API (implemented in src/core/byte_size.cc).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,23 @@
+// What this machine and this build offer: CPU cores and SIMD features, and
+// the backends compiled in (what `--device` and BackendOptions::device accept).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tessera/isa.h"
+
+namespace tessera {
+
+// Physical cores of this machine (CPUID / sysfs; at least 1). The CLI's
+// default thread count.
+int physical_cores();
+
+// Whether the CPU has AVX-512 VNNI (the int8 dot products the tile kernels use).
+bool cpu_has_avx512_vnni();
+
+// Backends this build has, in the registry's order ("cpu" first); what
+// BackendOptions::device may name.
+std::vector<std::string> device_names();
+
+}  // namespace tessera

@@ -1,0 +1,69 @@
+// Model-file tools behind `tessera convert`, `quantize`, `random-model` and
+// `inspect`: each reads and writes files only (no engine), returns a summary
+// or one error line naming the file and what is wrong.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tessera/status.h"
+
+namespace tessera::tools {
+
+// ---- convert: a Hugging Face directory -> one GGUF v3 file -------------------
+// Reads config.json, the *.safetensors files (single or sharded) and
+// tokenizer.json; writes llama.cpp's tensor names and metadata (GGUF spec:
+// https://github.com/ggml-org/ggml/blob/master/docs/gguf.md), with the Llama
+// q/k RoPE row permutation.
+struct ConvertOptions {
+  // Type of the 2-D weight matrices: "f32", "f16", "bf16" or "q8_0" (norms
+  // stay f32; under q8_0 a matrix whose rows are not whole 32-element blocks
+  // is written as f16, and a note says so).
+  std::string dtype = "f16";
+};
+struct ConvertSummary {
+  int n_tensors = 0;
+  int64_t n_parameters = 0;
+  uint64_t tensor_bytes = 0;  // bytes of tensor data written
+  bool wrote_tokenizer = false;
+  std::vector<std::string> notes;  // fallbacks and choices worth telling the user
+};
+// Errors: a missing/corrupt input, an unknown dtype, an unsupported architecture, an unwritable output.
+Result<ConvertSummary> convert_hf(const std::string& hf_dir, const std::string& out_path,
+                                  const ConvertOptions& options);
+std::vector<std::string> convert_dtype_names();  // {"f32", "f16", "bf16", "q8_0"}
+
+// ---- quantize: a GGUF file (or Hugging Face directory) -> another type -------
+struct QuantizeSummary {
+  int n_tensors = 0;
+  int n_quantized = 0;
+  uint64_t bytes_in = 0;           // tensor data read
+  uint64_t bytes_out = 0;          // tensor data written
+  std::vector<std::string> notes;  // one line per fallback
+};
+// Called after each tensor: (tensors done, tensors in all, the tensor's name).
+using Progress = std::function<void(int done, int total, const std::string& name)>;
+// `type`: a block format ("q8_0", "q4_0", "q4_k", ...), "f16"/"bf16"/"f32",
+// or a mix ("q4_k_m", "q5_k_m": llama.cpp's tensor-by-tensor choices).
+// `threads` >= 1. Errors: an unknown type, a missing/corrupt input, non-finite weights, an unwritable output.
+Result<QuantizeSummary> quantize(const std::string& in_path, const std::string& out_path, const std::string& type,
+                                 int threads, const Progress& progress = nullptr);
+std::vector<std::string> quantize_type_names();
+
+// ---- random-model: a random-weight GGUF in a real model's shape --------------
+// `shape`: one of random_model_shape_names() ("tinyllama-1.1b", ...);
+// `dtype`: one of quantize_type_names(). Same seed, same file.
+Status write_random_model(const std::string& shape, const std::string& dtype, uint64_t seed, int threads,
+                          const std::string& out_path);
+std::vector<std::string> random_model_shape_names();
+
+// ---- inspect: what a model file holds ---------------------------------------
+// The text `tessera inspect` prints: metadata, the tensor table, parameter and
+// weight byte counts, the model configuration and the KV bytes per token.
+// Errors: a missing or corrupt file (a model config that does not parse is a
+// line of the report, not an error).
+Result<std::string> inspect(const std::string& path);
+
+}  // namespace tessera::tools

@@ -1,0 +1,59 @@
+// tools::convert_hf, tools::quantize and tools::write_random_model
+// (tessera/tools.h) over the model library's converters and writers.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+#include "model/convert_hf.h"
+#include "model/quantize_model.h"
+#include "model/random_model.h"
+#include "tessera/tools.h"
+
+namespace tessera::tools {
+
+std::vector<std::string> convert_dtype_names() {
+  return {"f32", "f16", "bf16", "q8_0"};
+}
+
+Result<ConvertSummary> convert_hf(const std::string& hf_dir, const std::string& out_path,
+                                  const ConvertOptions& options) {
+  const std::vector<std::string> names = convert_dtype_names();
+  if (std::find(names.begin(), names.end(), options.dtype) == names.end()) {
+    return invalid_argument("convert: dtype '" + options.dtype + "': expected f32, f16, bf16 or q8_0");
+  }
+  tessera::ConvertOptions internal;
+  internal.dtype = *dtype_from_name(options.dtype);
+  TESSERA_ASSIGN_OR_RETURN(tessera::ConvertSummary s, convert_hf_to_gguf(hf_dir, out_path, internal));
+  return ConvertSummary{s.n_tensors, s.n_parameters, s.tensor_bytes, s.wrote_tokenizer, std::move(s.notes)};
+}
+
+std::vector<std::string> quantize_type_names() {
+  return quant_scheme_names();
+}
+
+Result<QuantizeSummary> quantize(const std::string& in_path, const std::string& out_path, const std::string& type,
+                                 int threads, const Progress& progress) {
+  const std::optional<QuantScheme> scheme = quant_scheme_from_name(type);
+  if (!scheme) return invalid_argument("unknown quantization type '" + type + "'");
+  ThreadPool pool(std::max(1, threads));
+  TESSERA_ASSIGN_OR_RETURN(tessera::QuantizeSummary s, quantize_model(in_path, out_path, *scheme, pool, progress));
+  return QuantizeSummary{s.n_tensors, s.n_quantized, s.bytes_in, s.bytes_out, std::move(s.notes)};
+}
+
+std::vector<std::string> random_model_shape_names() {
+  return random_model_preset_names();
+}
+
+Status write_random_model(const std::string& shape, const std::string& dtype, uint64_t seed, int threads,
+                          const std::string& out_path) {
+  const std::optional<RandomModelShape> s = random_model_preset(shape);
+  if (!s) return invalid_argument("unknown model shape '" + shape + "'");
+  const std::optional<QuantScheme> scheme = quant_scheme_from_name(dtype);
+  if (!scheme) return invalid_argument("unknown weight type '" + dtype + "'");
+  ThreadPool pool(std::max(1, threads));
+  return tessera::write_random_model(*s, *scheme, seed, pool, out_path);
+}
+
+}  // namespace tessera::tools
