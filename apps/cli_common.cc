@@ -18,8 +18,10 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   app.add_option("--kv-cache-memory", f.kv_cache_memory,
                  "KV cache memory budget, e.g. 64MiB or 2GiB (overrides --ctx-size)");
-  app.add_option("--kv-cache-dtype", f.kv_cache_dtype, "KV cache element type")
-      ->check(CLI::IsMember({"f16", "bf16", "f32", "int8", "fp8"}));
+  app.add_option("--kv-cache-dtype", f.kv_cache_dtype,
+                 "KV cache element type (auto: the weights' f32/f16/bf16 type, f16 for quantized models)")
+      ->check(CLI::IsMember({"auto", "f16", "bf16", "f32", "int8", "fp8"}))
+      ->capture_default_str();
   app.add_option("--quantize", f.quantize, "Quantize the weight matrices at load time")
       ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k"}));
   std::string devices;

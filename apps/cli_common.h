@@ -25,7 +25,7 @@ struct EngineFlags {
   int threads = 0;                     // 0: physical cores
   int64_t ctx_size = 0;                // 0: min(trained context, 4096)
   std::string kv_cache_memory;         // e.g. "64MiB"; overrides ctx_size
-  std::string kv_cache_dtype = "f16";  // f16, bf16, f32, int8 or fp8
+  std::string kv_cache_dtype = "auto"; // auto, f16, bf16, f32, int8 or fp8
   std::string quantize;                // load-time quantization (q8_0, q4_0, q4_k); empty: none
   std::string device = "cpu";          // --device: a backend_names() entry
 };

@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -20,6 +22,7 @@
 #include "bench_serve_dataset.h"
 #include "cli_common.h"
 #include "progress_bar.h"
+#include "svg_plot.h"
 
 namespace tessera::cli {
 
@@ -31,8 +34,9 @@ using Clock = std::chrono::steady_clock;
 struct BenchServeOptions {
   std::string url = "http://127.0.0.1:8080";
   std::string api_key;      // for a server started with --api-key
-  int concurrency = 0;      // 0: unset
-  double request_rate = 0;  // requests/s, Poisson; 0: unset
+  std::string concurrency;  // "4" or a sweep "1,4,16,64"; empty: unset
+  std::string request_rate; // requests/s, Poisson: "2" or a sweep "1,2,4,inf"; empty: unset
+  std::string plot;         // --plot FILE.svg / FILE.html
   int num_prompts = 0;      // 0: the dataset's size, else 100
   std::string dataset;      // JSONL or ShareGPT file; empty: random prompts
   int input_len = 128;
@@ -154,45 +158,37 @@ json summary_json(const Summary& s) {
   return {{"mean_ms", s.mean * 1e3}, {"median_ms", s.median * 1e3}, {"p90_ms", s.p90 * 1e3}, {"p99_ms", s.p99 * 1e3}};
 }
 
-int bench_serve_main(BenchServeOptions o) {
-  auto url = parse_server_url(o.url);
-  if (!url.ok()) return fail(url.status());
-  url->api_key = o.api_key;
-  std::vector<DatasetRequest> dataset;
-  if (!o.dataset.empty()) {
-    auto d = load_dataset(o.dataset);
-    if (!d.ok()) return fail(d.status());
-    dataset = std::move(*d);
+// One load level: `concurrency` requests in flight at once, or Poisson
+// arrivals at `rate` requests/s (infinity: all at once).
+struct Level {
+  int concurrency = 0;  // 0: by rate
+  double rate = 0;
+  std::string name() const {
+    if (concurrency > 0) return fmt::format("concurrency {}", concurrency);
+    return std::isinf(rate) ? std::string("rate inf") : fmt::format("rate {:g}/s", rate);
   }
-  if (o.num_prompts == 0) o.num_prompts = dataset.empty() ? 100 : static_cast<int>(dataset.size());
-  auto models = http_call(*url, "GET", "/v1/models", "");
-  if (!models.ok()) return fail(models.status());
-  std::string model;
-  if (auto j = json::parse(models->body, nullptr, false);
-      models->status == 200 && !j.is_discarded() && j.contains("data") && j["data"].is_array() && !j["data"].empty()) {
-    model = j["data"][0].value("id", "");
-  }
-  std::mt19937_64 rng(o.seed);
-  std::vector<std::string> bodies;
-  if (dataset.empty()) {
-    int64_t vocab = o.vocab_size;
-    if (vocab == 0) {
-      auto v = probe_vocab(*url);
-      if (!v.ok()) return fail(v.status());
-      vocab = *v;
-    }
-    bodies = random_bodies(o, vocab, model, rng);
-  } else {
-    bodies = dataset_bodies(o, dataset, *url, model);
-  }
+};
+
+struct LevelResult {
+  json summary;                      // the fields bench-serve --json prints for one level
+  std::vector<StreamTiming> timings; // one per request, in send order
+  std::vector<double> ttft, tpot;    // seconds, of the requests that succeeded
+  int ok = 0;
+};
+
+LevelResult run_level(const BenchServeOptions& o, const Level& level, const ServerUrl& url_in,
+                      const std::vector<std::string>& bodies, const std::string& model, size_t dataset_size) {
+  const ServerUrl& url = url_in;
+  std::mt19937_64 rng(o.seed + 1);
   // Arrival times: all at 0 under a fixed concurrency, else a Poisson process.
   std::vector<double> arrival(static_cast<size_t>(o.num_prompts), 0.0);
-  if (o.request_rate > 0) {
-    std::exponential_distribution<double> gap(o.request_rate);
+  if (level.concurrency == 0 && std::isfinite(level.rate)) {
+    std::exponential_distribution<double> gap(level.rate);
     double t = 0;
     for (auto& a : arrival) a = (t += gap(rng));
   }
-  const int workers = o.concurrency > 0 ? std::min(o.concurrency, o.num_prompts) : std::min(o.num_prompts, 1024);
+  const int workers =
+      level.concurrency > 0 ? std::min(level.concurrency, o.num_prompts) : std::min(o.num_prompts, 1024);
 
   std::vector<StreamTiming> results(static_cast<size_t>(o.num_prompts));
   std::atomic<int> next{0}, finished{0}, errors{0};
@@ -201,14 +197,14 @@ int bench_serve_main(BenchServeOptions o) {
     for (int i; (i = next.fetch_add(1)) < o.num_prompts;) {
       std::this_thread::sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(arrival[static_cast<size_t>(i)])));
-      results[static_cast<size_t>(i)] = stream_completion(*url, bodies[static_cast<size_t>(i)]);
+      results[static_cast<size_t>(i)] = stream_completion(url, bodies[static_cast<size_t>(i)]);
       if (!results[static_cast<size_t>(i)].ok) ++errors;
       ++finished;
     }
   };
   std::vector<std::thread> threads;
   for (int w = 0; w < workers; ++w) threads.emplace_back(work);
-  ProgressBar bar("bench-serve");
+  ProgressBar bar("bench-serve " + level.name());
   auto show = [&] { bar.update(finished.load(), o.num_prompts, fmt::format("{} errors", errors.load())); };
   std::mutex mu;
   std::condition_variable cv;
@@ -250,14 +246,17 @@ int bench_serve_main(BenchServeOptions o) {
     itl.insert(itl.end(), r.itl.begin(), r.itl.end());
   }
   const Summary s_ttft = summarize(ttft), s_tpot = summarize(tpot), s_itl = summarize(itl), s_e2e = summarize(e2e);
+  LevelResult res;
   json out = {{"url", o.url},
               {"model", model},
               {"num_prompts", o.num_prompts},
-              {"concurrency", o.concurrency > 0 ? json(o.concurrency) : json(nullptr)},
-              {"request_rate", o.request_rate > 0 ? json(o.request_rate) : json(nullptr)},
-              {"dataset", dataset.empty() ? json(nullptr) : json(o.dataset)},
-              {"input_len", dataset.empty() ? json(o.input_len) : json(nullptr)},
-              {"output_len", dataset.empty() ? json(o.output_len) : json(nullptr)},
+              {"concurrency", level.concurrency > 0 ? json(level.concurrency) : json(nullptr)},
+              {"request_rate", level.concurrency > 0 ? json(nullptr)
+                               : std::isinf(level.rate) ? json("inf")
+                                                        : json(level.rate)},
+              {"dataset", dataset_size == 0 ? json(nullptr) : json(o.dataset)},
+              {"input_len", dataset_size == 0 ? json(o.input_len) : json(nullptr)},
+              {"output_len", dataset_size == 0 ? json(o.output_len) : json(nullptr)},
               {"shared_prefix_len", o.shared_prefix_len},
               {"completed", ok},
               {"errors", o.num_prompts - ok},
@@ -272,23 +271,213 @@ int bench_serve_main(BenchServeOptions o) {
               {"itl", summary_json(s_itl)},
               {"e2e_latency", summary_json(s_e2e)}};
   if (!first_error.empty()) out["first_error"] = first_error;
+  // Every request's own record (seconds -> ms), in send order.
+  json requests = json::array();
+  for (const StreamTiming& t : results) {
+    json rec = {{"ok", t.ok}, {"prompt_tokens", t.prompt_tokens}, {"completion_tokens", t.completion_tokens},
+                {"ttft_ms", t.ttft * 1e3}, {"e2e_ms", t.e2e * 1e3}};
+    rec["tpot_ms"] = t.ok && t.completion_tokens > 1
+                         ? json((t.e2e - t.ttft) * 1e3 / static_cast<double>(t.completion_tokens - 1))
+                         : json(nullptr);
+    json itl_ms = json::array();
+    for (double g : t.itl) itl_ms.push_back(g * 1e3);
+    rec["itl_ms"] = std::move(itl_ms);
+    if (!t.ok) rec["error"] = t.error;
+    requests.push_back(std::move(rec));
+  }
+  out["requests"] = std::move(requests);
+  res.summary = std::move(out);
+  res.timings = std::move(results);
+  res.ttft = std::move(ttft);
+  res.tpot = std::move(tpot);
+  res.ok = ok;
+  return res;
+}
+
+// The one-level report (the table bench-serve has always printed).
+void print_level(const json& j, size_t dataset_size) {
+  fmt::print("{:<28}{}\n", "model", j["model"].get<std::string>());
+  if (dataset_size > 0) fmt::print("{:<28}{} ({} entries)\n", "dataset", j["dataset"].get<std::string>(), dataset_size);
+  const double duration = j["duration_s"].get<double>();
+  fmt::print("{:<28}{} ok, {} errors in {:.2f} s\n", "requests", j["completed"].get<int>(), j["errors"].get<int>(),
+             duration);
+  fmt::print("{:<28}{:.2f}\n", "request throughput (req/s)", j["request_throughput"].get<double>());
+  fmt::print("{:<28}{:.1f}\n", "input tokens/s", j["input_tokens_per_s"].get<double>());
+  fmt::print("{:<28}{:.1f}\n", "output tokens/s", j["output_tokens_per_s"].get<double>());
+  fmt::print("{:<12}{:>12}{:>12}{:>12}{:>12}\n", "ms", "mean", "median", "p90", "p99");
+  for (const auto& [name, key] : {std::pair{"TTFT", "ttft"}, {"TPOT", "tpot"}, {"ITL", "itl"}, {"E2E", "e2e_latency"}}) {
+    const json& s = j[key];
+    fmt::print("{:<12}{:>12.2f}{:>12.2f}{:>12.2f}{:>12.2f}\n", name, s["mean_ms"].get<double>(),
+               s["median_ms"].get<double>(), s["p90_ms"].get<double>(), s["p99_ms"].get<double>());
+  }
+  if (j.contains("first_error")) fmt::print("first error: {}\n", j["first_error"].get<std::string>());
+}
+
+std::string plot_title(const BenchServeOptions& o, const std::string& model, const std::vector<Level>& levels) {
+  std::string workload = o.dataset.empty()
+                             ? fmt::format("{} prompt + {} output tokens", o.input_len, o.output_len)
+                             : "dataset " + o.dataset;
+  return fmt::format("tessera bench serve: {} at {} ({}; {} requests per level, {} level{})",
+                     model.empty() ? std::string("(unnamed model)") : model, o.url, workload, o.num_prompts,
+                     levels.size(), levels.size() == 1 ? "" : "s");
+}
+
+// Empirical CDF of `v` (seconds) in ms: (value, fraction of requests at or below it).
+std::vector<std::pair<double, double>> cdf_ms(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<std::pair<double, double>> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    out.emplace_back(v[i] * 1e3, static_cast<double>(i + 1) / static_cast<double>(v.size()));
+  }
+  return out;
+}
+
+// Throughput against median and P99 TTFT and TPOT across the levels, and
+// each level's TTFT and TPOT distributions (CDFs).
+std::vector<PlotChart> serve_charts(const std::vector<Level>& levels, const std::vector<LevelResult>& results) {
+  PlotChart ttft{"Throughput vs TTFT", "output throughput (tokens/s)", "TTFT (ms)", {}};
+  PlotChart tpot{"Throughput vs TPOT", "output throughput (tokens/s)", "TPOT (ms)", {}};
+  PlotSeries ttft_med{"median TTFT", {}, {}, true}, ttft_p99{"P99 TTFT", {}, {}, true};
+  PlotSeries tpot_med{"median TPOT", {}, {}, true}, tpot_p99{"P99 TPOT", {}, {}, true};
+  PlotChart ttft_cdf{"TTFT distribution per level", "TTFT (ms)", "fraction of requests", {}};
+  PlotChart tpot_cdf{"TPOT distribution per level", "TPOT (ms)", "fraction of requests", {}};
+  for (size_t i = 0; i < results.size(); ++i) {
+    const json& j = results[i].summary;
+    const double tps = j["output_tokens_per_s"].get<double>();
+    const std::string label = levels[i].name();
+    ttft_med.points.emplace_back(tps, j["ttft"]["median_ms"].get<double>());
+    ttft_p99.points.emplace_back(tps, j["ttft"]["p99_ms"].get<double>());
+    tpot_med.points.emplace_back(tps, j["tpot"]["median_ms"].get<double>());
+    tpot_p99.points.emplace_back(tps, j["tpot"]["p99_ms"].get<double>());
+    for (PlotSeries* s : {&ttft_med, &ttft_p99, &tpot_med, &tpot_p99}) s->labels.push_back(label);
+    ttft_cdf.series.push_back({label, cdf_ms(results[i].ttft), {}, true});
+    tpot_cdf.series.push_back({label, cdf_ms(results[i].tpot), {}, true});
+  }
+  ttft.series = {ttft_med, ttft_p99};
+  tpot.series = {tpot_med, tpot_p99};
+  return {ttft, tpot, ttft_cdf, tpot_cdf};
+}
+
+// The levels of --concurrency ("4", "1,4,16") or else --request-rate ("2", "1,2,inf").
+Result<std::vector<Level>> parse_levels(const std::string& concurrency, const std::string& rate) {
+  const bool by_rate = concurrency.empty();
+  const std::string& list = by_rate ? rate : concurrency;
+  const char* flag = by_rate ? "--request-rate" : "--concurrency";
+  std::vector<Level> out;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    const size_t end = std::min(list.find(',', pos), list.size());
+    const std::string item = list.substr(pos, end - pos);
+    pos = end + 1;
+    Level l;
+    try {
+      size_t used = 0;
+      if (by_rate) {
+        l.rate = item == "inf" ? std::numeric_limits<double>::infinity() : std::stod(item, &used);
+        if (item != "inf" && (used != item.size() || !(l.rate > 0) || !std::isfinite(l.rate))) throw 0;
+      } else {
+        l.concurrency = std::stoi(item, &used);
+        if (used != item.size() || l.concurrency < 1 || l.concurrency > 4096) throw 0;
+      }
+    } catch (...) {
+      return invalid_argument(fmt::format("{}: '{}' is not {}", flag, item,
+                                          by_rate ? "a positive rate or inf" : "a concurrency in 1..4096"));
+    }
+    out.push_back(l);
+  }
+  if (out.size() > 64) return invalid_argument(fmt::format("{}: at most 64 levels", flag));
+  return out;
+}
+
+bool plot_path_ok(const std::string& path) {
+  for (const char* ext : {".svg", ".html", ".htm"}) {
+    const std::string e(ext);
+    if (path.size() > e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0) return true;
+  }
+  return false;
+}
+
+int bench_serve_main(BenchServeOptions o, const std::vector<Level>& levels) {
+  auto url = parse_server_url(o.url);
+  if (!url.ok()) return fail(url.status());
+  url->api_key = o.api_key;
+  std::vector<DatasetRequest> dataset;
+  if (!o.dataset.empty()) {
+    auto d = load_dataset(o.dataset);
+    if (!d.ok()) return fail(d.status());
+    dataset = std::move(*d);
+  }
+  if (o.num_prompts == 0) o.num_prompts = dataset.empty() ? 100 : static_cast<int>(dataset.size());
+  auto models = http_call(*url, "GET", "/v1/models", "");
+  if (!models.ok()) return fail(models.status());
+  std::string model;
+  if (auto j = json::parse(models->body, nullptr, false);
+      models->status == 200 && !j.is_discarded() && j.contains("data") && j["data"].is_array() && !j["data"].empty()) {
+    model = j["data"][0].value("id", "");
+  }
+  std::mt19937_64 rng(o.seed);
+  std::vector<std::string> bodies;
+  if (dataset.empty()) {
+    int64_t vocab = o.vocab_size;
+    if (vocab == 0) {
+      auto v = probe_vocab(*url);
+      if (!v.ok()) return fail(v.status());
+      vocab = *v;
+    }
+    bodies = random_bodies(o, vocab, model, rng);
+  } else {
+    bodies = dataset_bodies(o, dataset, *url, model);
+  }
+  std::vector<LevelResult> results;
+  for (const Level& level : levels) results.push_back(run_level(o, level, *url, bodies, model, dataset.size()));
+  const bool sweep = levels.size() > 1;
+  if (!o.plot.empty()) {
+    std::string error;
+    if (!write_plot(o.plot, plot_title(o, model, levels), serve_charts(levels, results), &error)) {
+      return fail(invalid_argument(error));
+    }
+    fmt::print(stderr, "bench-serve: wrote {}\n", o.plot);
+  }
   if (o.json_out) {
-    fmt::print("{}\n", out.dump(2));
+    if (!sweep) {
+      fmt::print("{}\n", results[0].summary.dump(2));
+    } else {
+      json levels_json = json::array();
+      for (const LevelResult& r : results) levels_json.push_back(r.summary);
+      fmt::print("{}\n", json{{"url", o.url},
+                              {"model", model},
+                              {"sweep", levels[0].concurrency > 0 ? "concurrency" : "request_rate"},
+                              {"levels", std::move(levels_json)}}
+                              .dump(2));
+    }
+  } else if (!sweep) {
+    print_level(results[0].summary, dataset.size());
   } else {
     fmt::print("{:<28}{}\n", "model", model);
     if (!dataset.empty()) fmt::print("{:<28}{} ({} entries)\n", "dataset", o.dataset, dataset.size());
-    fmt::print("{:<28}{} ok, {} errors in {:.2f} s\n", "requests", ok, o.num_prompts - ok, duration);
-    fmt::print("{:<28}{:.2f}\n", "request throughput (req/s)", ok / duration);
-    fmt::print("{:<28}{:.1f}\n", "input tokens/s", static_cast<double>(in_tokens) / duration);
-    fmt::print("{:<28}{:.1f}\n", "output tokens/s", static_cast<double>(out_tokens) / duration);
-    fmt::print("{:<12}{:>12}{:>12}{:>12}{:>12}\n", "ms", "mean", "median", "p90", "p99");
-    for (const auto& [name, s] : {std::pair{"TTFT", s_ttft}, {"TPOT", s_tpot}, {"ITL", s_itl}, {"E2E", s_e2e}}) {
-      fmt::print("{:<12}{:>12.2f}{:>12.2f}{:>12.2f}{:>12.2f}\n", name, s.mean * 1e3, s.median * 1e3, s.p90 * 1e3,
-                 s.p99 * 1e3);
+    fmt::print("{:<18}{:>6}{:>6}{:>9}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}\n", "level", "ok", "err", "req/s",
+               "out tok/s", "TTFT med", "TTFT p99", "TPOT med", "TPOT p99", "ITL med", "E2E med");
+    for (size_t i = 0; i < results.size(); ++i) {
+      const json& j = results[i].summary;
+      fmt::print("{:<18}{:>6}{:>6}{:>9.2f}{:>11.1f}{:>11.2f}{:>11.2f}{:>11.2f}{:>11.2f}{:>11.2f}{:>11.2f}\n",
+                 levels[i].name(), j["completed"].get<int>(), j["errors"].get<int>(),
+                 j["request_throughput"].get<double>(), j["output_tokens_per_s"].get<double>(),
+                 j["ttft"]["median_ms"].get<double>(), j["ttft"]["p99_ms"].get<double>(),
+                 j["tpot"]["median_ms"].get<double>(), j["tpot"]["p99_ms"].get<double>(),
+                 j["itl"]["median_ms"].get<double>(), j["e2e_latency"]["median_ms"].get<double>());
     }
-    if (!first_error.empty()) fmt::print("first error: {}\n", first_error);
+    fmt::print("(latencies in ms)\n");
+    for (const LevelResult& r : results) {
+      if (r.summary.contains("first_error")) {
+        fmt::print("first error: {}\n", r.summary["first_error"].get<std::string>());
+        break;
+      }
+    }
   }
-  return ok == o.num_prompts ? 0 : 1;
+  for (const LevelResult& r : results) {
+    if (r.ok != o.num_prompts) return 1;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -299,11 +488,14 @@ Runner register_bench_serve(CLI::App& app) {
       app.add_subcommand("bench-serve", "Load-test a running OpenAI-compatible server with streaming completions");
   sub->add_option("--url", o->url, "Server base URL")->capture_default_str();
   sub->add_option("--api-key", o->api_key, "Send 'Authorization: Bearer KEY' (for a server started with --api-key)");
-  auto* conc =
-      sub->add_option("--concurrency", o->concurrency, "Requests in flight at once")->check(CLI::Range(1, 4096));
-  sub->add_option("--request-rate", o->request_rate, "Poisson arrivals at this many requests/s")
-      ->check(CLI::PositiveNumber)
+  auto* conc = sub->add_option("--concurrency", o->concurrency,
+                               "Requests in flight at once (1..4096), or a sweep run level by level: 1,4,16,64");
+  sub->add_option("--request-rate", o->request_rate,
+                  "Poisson arrivals at this many requests/s ('inf': all at once), or a sweep: 1,2,4,inf")
       ->excludes(conc);
+  sub->add_option("--plot", o->plot,
+                  "Draw the run as FILE.svg or FILE.html: throughput vs median/P99 TTFT and TPOT across the "
+                  "levels, and each level's TTFT/TPOT distribution");
   sub->add_option("--num-prompts", o->num_prompts,
                   "Requests to send (default: 100, or the dataset's size; a dataset is cycled when shorter)")
       ->check(CLI::Range(1, 1000000));
@@ -325,11 +517,20 @@ Runner register_bench_serve(CLI::App& app) {
   sub->add_option("--vocab-size", o->vocab_size, "Draw ids below this (default: probe the server)")
       ->check(CLI::Range(int64_t{4}, int64_t{1} << 30));
   sub->add_option("--seed", o->seed, "Prompt and arrival seed")->capture_default_str();
-  sub->add_flag("--json", o->json_out, "Print the results as JSON");
+  sub->add_flag("--json", o->json_out,
+                "Print the results as JSON, with every request's record (a sweep: one object per level)");
   return [o] {
-    BenchServeOptions opts = *o;
-    if (opts.concurrency == 0 && opts.request_rate == 0) opts.concurrency = 1;
-    return bench_serve_main(opts);
+    auto levels = parse_levels(o->concurrency.empty() && o->request_rate.empty() ? "1" : o->concurrency,
+                               o->request_rate);
+    if (!levels.ok()) {
+      fmt::print(stderr, "tessera: error: {} (see --help)\n", levels.status().message());
+      return kExitUsage;
+    }
+    if (!o->plot.empty() && !plot_path_ok(o->plot)) {
+      fmt::print(stderr, "tessera: error: --plot {}: the file must end in .svg or .html (see --help)\n", o->plot);
+      return kExitUsage;
+    }
+    return bench_serve_main(*o, *levels);
   };
 }
 

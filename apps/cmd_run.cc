@@ -190,8 +190,9 @@ int run_main(RunOptions o) {
       outcomes[i].error = id.status();
     }
   }
-  fmt::print(stderr, "tessera: {} ({} layers, {}); KV cache: {} tokens, {}, {} bytes/token; seed {}\n", o.engine.model,
-             info.n_layers, (*engine)->backend_description(), kv.capacity_tokens, format_byte_size(kv.total_bytes),
+  fmt::print(stderr, "tessera: {} ({} layers, {}); KV cache: {} tokens of {}, {}, {} bytes/token; seed {}\n",
+             o.engine.model, info.n_layers, (*engine)->backend_description(), kv.capacity_tokens, kv.dtype,
+             format_byte_size(kv.total_bytes),
              kv.bytes_per_token, o.gen.sampling.seed);
   (*engine)->run_until_idle();
   const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

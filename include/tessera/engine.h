@@ -38,7 +38,9 @@ struct EngineOptions {
   BackendOptions backend;                // device ("cpu"), threads and kernel switches
   int64_t ctx_size = 0;                  // tokens of one sequence; 0: min(the model's trained context, 4096)
   uint64_t kv_cache_memory = 0;          // bytes for the KV cache; 0: sized by ctx_size
-  std::string kv_cache_dtype = "f16";    // "f16", "bf16", "f32", "int8" or "fp8"
+  // "auto" (the weights' float type for F32/F16/BF16 models, f16 for
+  // quantized ones, as vLLM's auto), "f16", "bf16", "f32", "int8" or "fp8".
+  std::string kv_cache_dtype = "auto";
   int32_t max_num_seqs = 64;             // sequences running at once
   int32_t max_num_batched_tokens = 512;  // tokens per step (prefill chunks)
   bool enable_prefix_cache = true;       // reuse KV blocks of shared prompt prefixes

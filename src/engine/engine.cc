@@ -32,12 +32,16 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
     }
     load.quantize = *t;
   }
-  const auto kv_dtype = kv_dtype_from_name(o.kv_cache_dtype);
-  if (!kv_dtype)
-    return invalid_argument("kv_cache_dtype '" + o.kv_cache_dtype + "': expected f16, bf16, f32, int8 or fp8");
+  auto kv_dtype = kv_dtype_from_name(o.kv_cache_dtype);
+  if (!kv_dtype && o.kv_cache_dtype != "auto")
+    return invalid_argument("kv_cache_dtype '" + o.kv_cache_dtype + "': expected auto, f16, bf16, f32, int8 or fp8");
   auto impl = std::make_unique<Impl>();
   TESSERA_ASSIGN_OR_RETURN(impl->model, Model::load(o.model, load));
   const ModelConfig& c = impl->model->config();
+  if (!kv_dtype) {
+    const auto& layers = impl->model->weights().layers;
+    kv_dtype = auto_kv_dtype(layers.empty() ? DType::kF16 : layers.front().wq.dtype);
+  }
   EngineConfig cfg;
   cfg.threads = o.backend.threads;
   cfg.backend = o.backend;

@@ -29,6 +29,17 @@ std::optional<KvDtype> kv_dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+KvDtype auto_kv_dtype(DType weights) {
+  switch (weights) {
+    case DType::kF32:
+      return KvDtype::kF32;
+    case DType::kBF16:
+      return KvDtype::kBF16;
+    default:
+      return KvDtype::kF16;
+  }
+}
+
 uint64_t kv_head_bytes(KvDtype t, int32_t head_dim) {
   const auto hd = static_cast<uint64_t>(head_dim);
   switch (t) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 
+#include "core/dtype.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -22,6 +23,10 @@ enum class KvDtype { kF16, kBF16, kF32, kInt8, kFp8 };
 
 const char* kv_dtype_name(KvDtype t);  // "f16", "bf16", "f32", "int8", "fp8"
 std::optional<KvDtype> kv_dtype_from_name(std::string_view name);
+// `--kv-cache-dtype auto` (vLLM's rule): the weights' own float type for
+// F32, F16 and BF16 matrices, f16 for quantized ones. `weights` is the type
+// of the model's main matrices (the first layer's Q projection).
+KvDtype auto_kv_dtype(DType weights);
 // Bytes of one head's row of head_dim elements (int8, fp8: plus its f32 scale).
 uint64_t kv_head_bytes(KvDtype t, int32_t head_dim);
 

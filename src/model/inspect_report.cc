@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -27,7 +28,8 @@ std::string shape_string(const std::vector<int64_t>& s) {
   return out;
 }
 
-void print_config(std::string& out, const ModelConfig& c) {
+// `weights`: the first Q projection's type, when known (for --kv-cache-dtype auto).
+void print_config(std::string& out, const ModelConfig& c, std::optional<DType> weights) {
   KvCacheSpec spec;
   spec.n_layers = c.n_layers;
   spec.n_kv_heads = c.n_kv_heads;
@@ -49,7 +51,13 @@ void print_config(std::string& out, const ModelConfig& c) {
   }
   out += fmt::format("KV bytes per token (f16): {} = 2 x {} layers x {} kv heads x {} head dim x 2 bytes\n",
                      spec.bytes_per_token(), spec.n_layers, spec.n_kv_heads, spec.head_dim);
+  if (weights) {
+    spec.dtype = auto_kv_dtype(*weights);
+    out += fmt::format("KV cache dtype under --kv-cache-dtype auto: {} ({} weights), {} bytes per token\n",
+                       kv_dtype_name(spec.dtype), dtype_name(*weights), spec.bytes_per_token());
+  }
 }
+
 
 Result<std::string> inspect_gguf(const std::string& path) {
   std::string out;
@@ -66,7 +74,9 @@ Result<std::string> inspect_gguf(const std::string& path) {
                      "bytes");
   int64_t params = 0;
   uint64_t bytes = 0;
+  std::optional<DType> q_type;  // blk.0.attn_q / attn_qkv
   for (const auto& t : g.tensors()) {
+    if (!q_type && t.name.find("attn_q") != std::string::npos) q_type = t.dtype;
     out += fmt::format("  {:<36} {:<8} {:<20} {:>12}\n", t.name, ggml_type_name(t.ggml_type), shape_string(t.shape),
                        t.n_bytes);
     params += t.n_elements;
@@ -79,7 +89,7 @@ Result<std::string> inspect_gguf(const std::string& path) {
     out += fmt::format("model config: {}\n", config.status().message());
     return out;
   }
-  print_config(out, *config);
+  print_config(out, *config, q_type);
   return out;
 }
 
@@ -108,7 +118,11 @@ Result<std::string> inspect_hf_dir(const std::string& dir) {
       tensors.size(), "name", "type", "shape", "bytes");
   int64_t params = 0;
   uint64_t bytes = 0;
+  std::optional<DType> q_type;  // q_proj / qkv_proj
   for (const SafetensorsTensor* t : tensors) {
+    if (!q_type && (t->name.find("q_proj") != std::string::npos || t->name.find("qkv_proj") != std::string::npos)) {
+      q_type = t->dtype;
+    }
     out += fmt::format("  {:<52} {:<8} {:<20} {:>12}\n", t->name, dtype_name(t->dtype), shape_string(t->shape),
                        t->n_bytes);
     params += t->n_elements;
@@ -116,7 +130,7 @@ Result<std::string> inspect_hf_dir(const std::string& dir) {
   }
   out += fmt::format("\nparameters: {} ({:.2f} M)\nweight bytes: {} ({})\n", params, static_cast<double>(params) / 1e6,
                      bytes, format_byte_size(bytes));
-  print_config(out, *config);
+  print_config(out, *config, q_type);
   return out;
 }
 

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
 import { promisify } from "node:util";
 import { createServer } from "node:net";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -241,6 +241,58 @@ test("tessera bench-serve against this server reports every request", async () =
   assert.equal(r.total_input_tokens, 8 * 24);
   for (const k of ["ttft", "tpot", "itl", "e2e_latency"]) assert.ok(r[k].median_ms > 0, k);
   assert.ok(r.output_tokens_per_s > 0);
+});
+
+test("tessera bench serve sweep: one record per level and request; the --plot SVG holds the JSON's numbers", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "tessera-bench-plot-"));
+  try {
+    const svgPath = join(dir, "sweep.svg");
+    const { stdout } = await promisify(execFile)(BIN, ["bench", "serve", "--url", base, "--concurrency", "1,3",
+                                                       "--num-prompts", "6", "--input-len", "8", "--output-len", "5",
+                                                       "--json", "--plot", svgPath]);
+    const r = JSON.parse(stdout);
+    assert.equal(r.sweep, "concurrency");
+    assert.deepEqual(r.levels.map((l) => l.concurrency), [1, 3]);
+    for (const l of r.levels) {
+      assert.equal(l.completed, 6);
+      assert.equal(l.requests.length, 6);
+      for (const q of l.requests) {
+        assert.equal(q.ok, true);
+        assert.equal(q.completion_tokens, 5);
+        assert.equal(q.prompt_tokens, 8);
+        assert.ok(q.ttft_ms > 0 && q.e2e_ms >= q.ttft_ms && q.tpot_ms > 0, JSON.stringify(q));
+      }
+    }
+    const svg = await readFile(svgPath, "utf8");
+    assert.ok(svg.startsWith("<?xml") && svg.includes("<svg") && svg.trimEnd().endsWith("</svg>"));
+    assert.ok(svg.includes(`<title>tessera bench serve: ${r.model} at ${base}`), svg.slice(0, 400));
+    for (const label of ["output throughput (tokens/s)", "TTFT (ms)", "TPOT (ms)", "fraction of requests"]) {
+      assert.ok(svg.includes(`>${label}</text>`), label);
+    }
+    const markers = [...svg.matchAll(/<circle [^>]*data-series="([^"]*)" data-x="([^"]*)" data-y="([^"]*)"/g)];
+    const series = (name) => markers.filter((m) => m[1] === name).map((m) => [Number(m[2]), Number(m[3])]);
+    const close = (a, b) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(b));
+    const expect = { "median TTFT": (l) => l.ttft.median_ms, "P99 TTFT": (l) => l.ttft.p99_ms,
+                     "median TPOT": (l) => l.tpot.median_ms, "P99 TPOT": (l) => l.tpot.p99_ms };
+    for (const [name, y] of Object.entries(expect)) {
+      const pts = series(name);
+      assert.equal(pts.length, 2, name);
+      pts.forEach(([px, py], i) => {
+        assert.ok(close(px, r.levels[i].output_tokens_per_s), `${name} x ${px} vs ${r.levels[i].output_tokens_per_s}`);
+        assert.ok(close(py, y(r.levels[i])), `${name} y ${py} vs ${y(r.levels[i])}`);
+      });
+      assert.ok(svg.includes(`>${name}</text>`), `legend entry ${name}`);
+    }
+    // Each level's TTFT distribution: one point per request, the fractions 1/6 .. 6/6, the values its TTFTs.
+    for (const [i, l] of r.levels.entries()) {
+      const cdf = series(`concurrency ${l.concurrency}`).slice(0, 6);
+      assert.deepEqual(cdf.map(([, f]) => f), [1, 2, 3, 4, 5, 6].map((k) => k / 6), `level ${i}`);
+      const ttfts = l.requests.map((q) => q.ttft_ms).sort((a, b) => a - b);
+      cdf.forEach(([x], k) => assert.ok(Math.abs(x - ttfts[k]) < 1e-6, `level ${i} cdf ${x} vs ${ttfts[k]}`));
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
 
 test("tessera bench serve --dataset: JSONL and ShareGPT, token counts from the server", async () => {
