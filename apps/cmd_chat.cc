@@ -10,7 +10,9 @@
 #include <random>
 #include <sstream>
 
+#include "chat_template_source.h"
 #include "cli_common.h"
+#include "template/chat_prompt.h"
 #include "template/chat_template.h"
 
 namespace tessera::cli {
@@ -26,24 +28,6 @@ struct ChatOptions {
   bool seed_set = false;
 };
 
-Result<std::string> template_source(const ChatOptions& o, const Model& m) {
-  if (!o.template_file.empty()) {
-    std::ifstream in(o.template_file, std::ios::binary);
-    if (!in) return not_found(o.template_file + ": cannot open chat template");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  if (m.tokenizer().chat_template().empty()) {
-    return not_found(m.path() + " has no chat template; pass one with --chat-template FILE");
-  }
-  return m.tokenizer().chat_template();
-}
-
-std::string token_text_or_empty(const Tokenizer& t, int32_t id) {
-  return id >= 0 && id < t.n_vocab() ? t.token_text(id) : std::string();
-}
-
 int chat_main(const ChatOptions& o) {
   auto kv_bytes = kv_memory_bytes(o.engine);
   if (!kv_bytes.ok()) return fail(kv_bytes.status());
@@ -51,7 +35,7 @@ int chat_main(const ChatOptions& o) {
   if (!model.ok()) return fail(model.status());
   const Model& m = **model;
   if (!m.has_tokenizer()) return fail(invalid_argument(o.engine.model + " has no tokenizer"));
-  auto source = template_source(o, m);
+  auto source = chat_template_source(o.template_file, m);
   if (!source.ok()) return fail(source.status());
   auto tmpl = ChatTemplate::parse(*source);
   if (!tmpl.ok()) return fail(tmpl.status());
@@ -64,9 +48,7 @@ int chat_main(const ChatOptions& o) {
   if (!engine.ok()) return fail(engine.status());
   const int64_t ctx_tokens = (*engine)->context_tokens();
   const Tokenizer& tok = m.tokenizer();
-  const std::string bos = token_text_or_empty(tok, tok.bos_id());
-  const std::string eos = token_text_or_empty(tok, tok.eos_id());
-  nlohmann::json messages = nlohmann::json::array();
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
   GenerationOptions opts;
   opts.max_tokens = o.n_predict;
@@ -80,11 +62,11 @@ int chat_main(const ChatOptions& o) {
     if (!std::getline(std::cin, line) || line == "/exit") break;
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
-    auto prompt_text = apply_chat_template(*tmpl, messages, true, bos, eos);
-    if (!prompt_text.ok()) return fail(prompt_text.status());
-    // The template writes BOS itself when it wants one.
-    const bool template_has_bos = !bos.empty() && prompt_text->rfind(bos, 0) == 0;
-    const auto prompt = tok.encode(*prompt_text, /*add_special=*/!template_has_bos, /*parse_special=*/true);
+    // What the user types is plain text: only the template's own spans may
+    // become control tokens (template/chat_prompt.h).
+    auto rendered = render_chat_tokens(*tmpl, messages, ChatPromptOptions{}, tok);
+    if (!rendered.ok()) return fail(rendered.status());
+    const std::vector<int32_t>& prompt = rendered->token_ids;
     // The reply may run to the end of the context (as -n -1 does).
     GenerationOptions turn = opts;
     const auto room = std::max<int64_t>(0, ctx_tokens - static_cast<int64_t>(prompt.size()));

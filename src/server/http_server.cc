@@ -51,6 +51,7 @@ Result<std::unique_ptr<Server>> Server::create(EngineCore& engine, const Model& 
   st.config = std::move(config);
   st.protocol.tokenizer = model.has_tokenizer() ? &model.tokenizer() : nullptr;
   st.protocol.n_vocab = model.config().n_vocab;
+  st.protocol.context_tokens = engine.context_tokens();
   st.protocol.served_model = st.config.served_model_name;
   st.protocol.chat_template = st.chat_template ? &*st.chat_template : nullptr;
   s->impl_ = std::make_unique<Impl>(st.config.io_threads);
