@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "chat_template_source.h"
 #include "cli_common.h"
 #include "tessera/chat.h"
 
@@ -26,20 +27,6 @@ struct ChatOptions {
   bool seed_set = false;
 };
 
-Result<std::string> template_source(const ChatOptions& o, const Vocab& vocab) {
-  if (!o.template_file.empty()) {
-    std::ifstream in(o.template_file, std::ios::binary);
-    if (!in) return not_found(o.template_file + ": cannot open chat template");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  if (vocab.chat_template().empty()) {
-    return not_found(o.engine.model + " has no chat template; pass one with --chat-template FILE");
-  }
-  return vocab.chat_template();
-}
-
 int chat_main(const ChatOptions& o) {
   // One conversation at a time; each turn's prompt reuses the KV blocks of
   // the previous turns through the prefix cache.
@@ -49,12 +36,12 @@ int chat_main(const ChatOptions& o) {
   if (!engine.ok()) return fail(engine.status());
   const Vocab* vocab = (*engine)->vocab();
   if (vocab == nullptr) return fail(invalid_argument(o.engine.model + " has no tokenizer"));
-  auto source = template_source(o, *vocab);
+  auto source = chat_template_source(o.template_file, o.engine.model, *vocab);
   if (!source.ok()) return fail(source.status());
   auto formatter = ChatFormatter::create(*vocab, *source);
   if (!formatter.ok()) return fail(formatter.status());
   const int64_t ctx_tokens = (*engine)->model_info().context;
-  nlohmann::json messages = nlohmann::json::array();
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
   GenerationOptions opts;
   opts.max_tokens = o.n_predict;
@@ -68,9 +55,11 @@ int chat_main(const ChatOptions& o) {
     if (!std::getline(std::cin, line) || line == "/exit") break;
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
-    // Terminal input may hold invalid UTF-8: it becomes U+FFFD in the JSON text.
+    // What the user types is plain text: only the template's own spans may
+    // become control tokens (tessera/chat.h). Terminal input may hold
+    // invalid UTF-8: it becomes U+FFFD in the JSON text.
     const std::string messages_json = messages.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    auto rendered = (*formatter)->render(messages_json, /*add_generation_prompt=*/true);
+    auto rendered = (*formatter)->render(messages_json);
     if (!rendered.ok()) return fail(rendered.status());
     const std::vector<int32_t>& prompt = rendered->tokens;
     // The reply may run to the end of the context (as -n -1 does).

@@ -10,8 +10,10 @@
 #include <random>
 #include <sstream>
 
+#include "chat_template_source.h"
 #include "cli_common.h"
 #include "tessera/byte_size.h"
+#include "tessera/chat.h"
 
 namespace tessera::cli {
 
@@ -28,6 +30,9 @@ struct RunOptions {
   std::vector<std::string> logit_bias;
   bool seed_set = false;
   bool print_ids = false;
+  bool chat = false;           // each prompt is a user message rendered with the chat template
+  std::string chat_template;   // --chat-template FILE (implies chat)
+  std::string system;          // --system TEXT (chat)
 };
 
 Result<std::vector<int32_t>> parse_ids(const std::string& text, const char* flag) {
@@ -150,6 +155,21 @@ int run_main(RunOptions o) {
   } else if (vocab == nullptr) {
     return fail(invalid_argument(o.engine.model +
                                  " has no tokenizer (no tokenizer.json / tokenizer.ggml.model); use --prompt-ids"));
+  } else if (o.chat || !o.chat_template.empty()) {
+    // As `tessera chat` and the server: the prompt text never becomes control tokens.
+    auto source = chat_template_source(o.chat_template, o.engine.model, *vocab);
+    if (!source.ok()) return fail(source.status());
+    auto formatter = ChatFormatter::create(*vocab, *source);
+    if (!formatter.ok()) return fail(formatter.status());
+    for (const auto& p : o.prompts) {
+      nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+      if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
+      messages.push_back({{"role", "user"}, {"content", p}});
+      // Command-line text may hold invalid UTF-8: it becomes U+FFFD in the JSON text.
+      auto rendered = (*formatter)->render(messages.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      if (!rendered.ok()) return fail(rendered.status());
+      prompts.push_back(std::move(rendered->tokens));
+    }
   } else {
     for (const auto& p : o.prompts) prompts.push_back(vocab->encode(p, /*add_special=*/true));
   }
@@ -294,6 +314,12 @@ Runner register_run(CLI::App& app) {
   sub->add_option("--logprobs", o->gen.logprobs, "Print each token's logprob and this many alternatives to stderr")
       ->check(CLI::Range(0, 20));
   sub->add_flag("--print-ids", o->print_ids, "Print generated token ids (comma-separated) instead of text");
+  auto* chat = sub->add_flag("--chat", o->chat, "Each prompt is a user message formatted with the model's chat template");
+  auto* chat_file =
+      sub->add_option("--chat-template", o->chat_template, "Jinja chat template file for the prompts (implies --chat)");
+  sub->add_option("--system", o->system, "System message before each prompt (with --chat)");
+  chat->excludes(ids);
+  chat_file->excludes(ids);
   return [o, p, ids, file] {
     if (p->count() == 0 && ids->count() == 0 && file->count() == 0) {
       fmt::print(stderr, "tessera: error: run needs --prompt, --prompt-file or --prompt-ids (see --help)\n");

@@ -34,13 +34,21 @@ class ChatFormatter {
   ChatFormatter(const ChatFormatter&) = delete;
   ChatFormatter& operator=(const ChatFormatter&) = delete;
 
-  // Renders `messages_json`, a JSON array of {"role", "content"} objects
-  // (content a string; other keys such as "name" or "tool_calls" reach the
-  // template as they are), with bos_token/eos_token from the vocabulary and
-  // add_generation_prompt. Errors: kInvalidArgument for JSON that is not an
-  // array of objects, raise_exception() in the template or a template runtime
-  // error; kResourceExhausted when the template exceeds the interpreter's limits.
-  Result<ChatPrompt> render(std::string_view messages_json, bool add_generation_prompt = true) const;
+  // Renders `messages_json`, a non-empty JSON array of OpenAI messages
+  // ({"role": "system"|"user"|"assistant"|"tool"|"developer", "content": a
+  // string or [{"type": "text", "text": ...}], other keys such as "name" or
+  // "tool_calls" passed to the template), with `tools_json` (an OpenAI tools
+  // array, or empty for none), bos_token/eos_token from the vocabulary and
+  // add_generation_prompt. The security rule: message content, roles, names,
+  // tool calls and tools are caller text, and a control-token spelling in
+  // them ("</s>", "<|im_start|>") is tokenized as plain characters; only what
+  // the template itself writes can become control tokens. BOS is prepended
+  // when the vocabulary adds one and the template did not write it.
+  // Errors: kInvalidArgument for malformed JSON, a bad message (named) or a
+  // template error; kResourceExhausted when the template exceeds the
+  // interpreter's limits (output size, recursion, loop iterations, time).
+  Result<ChatPrompt> render(std::string_view messages_json, std::string_view tools_json = {},
+                            bool add_generation_prompt = true) const;
 
  private:
   std::unique_ptr<Impl> impl_;

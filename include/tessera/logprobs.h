@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -17,5 +18,11 @@ struct TokenLogprobs {
   float logprob = 0;                           // of the chosen token
   std::vector<std::pair<int32_t, float>> top;  // [top_n] most likely (id, logprob), descending
 };
+
+// The TokenLogprobs of `chosen` from one row of raw logits: log_softmax in
+// double precision, the top_n most likely tokens in descending order (ties:
+// lower id first). logits[n_vocab] (finite or -inf); 0 <= top_n <=
+// kMaxTopLogprobs. Implemented in src/sample/logprobs.cc.
+TokenLogprobs compute_logprobs(std::span<const float> logits, int32_t chosen, int top_n);
 
 }  // namespace tessera

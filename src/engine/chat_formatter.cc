@@ -1,9 +1,10 @@
-// tessera::ChatFormatter (tessera/chat.h) over ChatTemplate and the Tokenizer.
+// tessera::ChatFormatter (tessera/chat.h) over render_chat_tokens
+// (template/chat_prompt.h): caller text never becomes control tokens.
 #include <nlohmann/json.hpp>
 
 #include "engine/vocab_impl.h"
-#include "template/chat_template.h"
 #include "tessera/chat.h"
+#include "template/chat_prompt.h"
 
 namespace tessera {
 
@@ -20,24 +21,21 @@ Result<std::unique_ptr<ChatFormatter>> ChatFormatter::create(const Vocab& vocab,
   return std::make_unique<ChatFormatter>(std::make_unique<Impl>(Impl{&tokenizer_of(vocab), std::move(t)}));
 }
 
-Result<ChatPrompt> ChatFormatter::render(std::string_view messages_json, bool add_generation_prompt) const {
-  const nlohmann::json messages = nlohmann::json::parse(messages_json, nullptr, /*allow_exceptions=*/false);
-  if (messages.is_discarded() || !messages.is_array()) {
-    return invalid_argument("chat messages must be a JSON array of objects");
+Result<ChatPrompt> ChatFormatter::render(std::string_view messages_json, std::string_view tools_json,
+                                         bool add_generation_prompt) const {
+  using nlohmann::ordered_json;
+  const ordered_json messages = ordered_json::parse(messages_json, nullptr, /*allow_exceptions=*/false);
+  if (messages.is_discarded()) return invalid_argument("chat messages are not valid JSON");
+  ChatPromptOptions options;
+  options.add_generation_prompt = add_generation_prompt;
+  if (!tools_json.empty()) {
+    options.tools = ordered_json::parse(tools_json, nullptr, /*allow_exceptions=*/false);
+    if (options.tools.is_discarded() || !options.tools.is_array()) {
+      return invalid_argument("chat tools must be a JSON array");
+    }
   }
-  for (const auto& m : messages) {
-    if (!m.is_object()) return invalid_argument("chat messages must be a JSON array of objects");
-  }
-  const Tokenizer& tok = *impl_->tokenizer;
-  auto name = [&](int32_t id) { return id >= 0 && id < tok.n_vocab() ? tok.token_text(id) : std::string(); };
-  const std::string bos = name(tok.bos_id());
-  ChatPrompt out;
-  TESSERA_ASSIGN_OR_RETURN(out.text,
-                           apply_chat_template(impl_->tmpl, messages, add_generation_prompt, bos, name(tok.eos_id())));
-  // The template writes BOS itself when it wants one.
-  const bool template_has_bos = !bos.empty() && out.text.rfind(bos, 0) == 0;
-  out.tokens = tok.encode(out.text, /*add_special=*/!template_has_bos, /*parse_special=*/true);
-  return out;
+  TESSERA_ASSIGN_OR_RETURN(RenderedChat r, render_chat_tokens(impl_->tmpl, messages, options, *impl_->tokenizer));
+  return ChatPrompt{std::move(r.text), std::move(r.token_ids)};
 }
 
 }  // namespace tessera

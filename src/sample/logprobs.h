@@ -9,7 +9,7 @@
 
 namespace tessera {
 
-// logits[n_vocab] (finite or -inf); 0 <= top_n <= kMaxTopLogprobs.
-TokenLogprobs compute_logprobs(std::span<const float> logits, int32_t chosen, int top_n);
+// compute_logprobs() is declared in tessera/logprobs.h (public: the server
+// scores prompts with it).
 
 }  // namespace tessera

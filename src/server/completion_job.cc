@@ -2,16 +2,22 @@
 
 namespace tessera::server {
 
-using nlohmann::json;
+using Json = nlohmann::ordered_json;
 
-std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string dump_json(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+std::string dump_json(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-std::string sse_event(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
+std::string sse_event(const nlohmann::json& j) { return "data: " + dump_json(j) + "\n\n"; }
+std::string sse_event(const Json& j) { return "data: " + dump_json(j) + "\n\n"; }
 
 CompletionJob::CompletionJob(ParsedRequest request, std::string id, int64_t created, const Vocab* vocab)
     : request_(std::move(request)), id_(std::move(id)), created_(created), vocab_(vocab) {
   results_.resize(request_.prompts.size() * static_cast<size_t>(request_.options.n));
   metrics_.resize(request_.prompts.size());
+  prompt_scores_.resize(request_.prompts.size());
+  prompt_sent_.assign(request_.prompts.size(), false);
 }
 
 std::string CompletionJob::piece(int32_t id) const {
@@ -31,38 +37,88 @@ std::string CompletionJob::piece(int32_t id) const {
   return out;
 }
 
-json CompletionJob::logprobs_json(const std::vector<TokenLogprobs>& lps) const {
+Json CompletionJob::logprobs_json(const std::vector<TokenLogprobs>& lps, const size_t* prompt,
+                                  size_t text_offset) const {
   if (request_.endpoint == Endpoint::kChat) {
-    json content = json::array();
+    Json content = Json::array();
     for (const auto& lp : lps) {
       auto entry = [&](int32_t id, float v) {
         const std::string p = piece(id);
-        return json{{"token", p}, {"logprob", v}, {"bytes", std::vector<uint8_t>(p.begin(), p.end())}};
+        return Json{{"token", p}, {"logprob", v}, {"bytes", std::vector<uint8_t>(p.begin(), p.end())}};
       };
-      json e = entry(lp.token, lp.logprob);
-      json top = json::array();
+      Json e = entry(lp.token, lp.logprob);
+      Json top = Json::array();
       for (const auto& [id, v] : lp.top) top.push_back(entry(id, v));
       e["top_logprobs"] = top;
       content.push_back(e);
     }
     return {{"content", content}};
   }
-  json tokens = json::array(), token_lps = json::array(), tops = json::array(), offsets = json::array();
-  size_t offset = 0;
-  for (const auto& lp : lps) {
+  // Legacy completions: top_logprobs is a dict of the `logprobs` most likely
+  // tokens in descending probability (keys are token texts; of two tokens
+  // with the same text the likelier is kept); the chosen token is in
+  // `tokens` / `token_logprobs`.
+  Json tokens = Json::array(), token_lps = Json::array(), tops = Json::array(), offsets = Json::array();
+  size_t offset = text_offset;
+  auto add = [&](const TokenLogprobs& lp) {
     const std::string p = piece(lp.token);
     tokens.push_back(p);
     token_lps.push_back(lp.logprob);
-    json top = json::object();
-    for (const auto& [id, v] : lp.top) top[piece(id)] = v;
+    Json top = Json::object();
+    for (const auto& [id, v] : lp.top) {
+      const std::string key = piece(id);
+      if (!top.contains(key)) top[key] = v;
+    }
     tops.push_back(top);
     offsets.push_back(offset);
     offset += p.size();
+  };
+  if (prompt != nullptr) {
+    const std::vector<int32_t>& ids = request_.prompts[*prompt];
+    const std::vector<PromptTokenScore>& scores = prompt_scores_[*prompt];
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i == 0 || i > scores.size()) {
+        const std::string p = piece(ids[i]);
+        tokens.push_back(p);
+        token_lps.push_back(nullptr);
+        tops.push_back(nullptr);
+        offsets.push_back(offset);
+        offset += p.size();
+        continue;
+      }
+      TokenLogprobs lp = scores[i - 1].lp;
+      lp.top.resize(std::min(lp.top.size(), static_cast<size_t>(std::max(request_.options.logprobs, 0))));
+      add(lp);
+    }
   }
+  for (const auto& lp : lps) add(lp);
   return {{"tokens", tokens}, {"token_logprobs", token_lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
-json CompletionJob::chunk(json choices) const {
+Json CompletionJob::prompt_logprobs_json(size_t p) const {
+  Json out = Json::array();
+  const std::vector<int32_t>& ids = request_.prompts[p];
+  const std::vector<PromptTokenScore>& scores = prompt_scores_[p];
+  const auto top_n = static_cast<size_t>(std::max(request_.prompt_logprobs, 0));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i == 0 || i > scores.size()) {
+      out.push_back(nullptr);
+      continue;
+    }
+    const PromptTokenScore& s = scores[i - 1];
+    Json entry = Json::object();
+    entry[std::to_string(s.lp.token)] = {{"logprob", s.lp.logprob}, {"rank", s.rank}, {"decoded_token", piece(s.lp.token)}};
+    for (size_t k = 0; k < s.lp.top.size() && k < top_n; ++k) {
+      const auto& [id, v] = s.lp.top[k];
+      const std::string key = std::to_string(id);
+      if (!entry.contains(key)) entry[key] = {{"logprob", v}, {"rank", k + 1}, {"decoded_token", piece(id)}};
+    }
+    out.push_back(entry);
+  }
+  return out;
+}
+
+Json CompletionJob::chunk(Json choices) const {
   const bool chat = request_.endpoint == Endpoint::kChat;
   return {{"id", id_},
           {"object", chat ? "chat.completion.chunk" : "text_completion"},
@@ -73,7 +129,7 @@ json CompletionJob::chunk(json choices) const {
 
 std::string CompletionJob::stream_preamble() const {
   if (request_.endpoint != Endpoint::kChat) return {};
-  json choices = json::array();
+  Json choices = Json::array();
   for (size_t i = 0; i < results_.size(); ++i) {
     choices.push_back({{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
                        {"finish_reason", nullptr}});
@@ -81,18 +137,42 @@ std::string CompletionJob::stream_preamble() const {
   return sse_event(chunk(choices));
 }
 
+std::string CompletionJob::prompt_chunks(size_t p) {
+  if (request_.endpoint == Endpoint::kChat || !request_.stream || prompt_sent_[p]) return {};
+  prompt_sent_[p] = true;
+  if (!request_.echo && request_.prompt_logprobs < 0) return {};
+  std::string out;
+  const auto n = static_cast<size_t>(request_.options.n);
+  for (size_t c = 0; c < n; ++c) {
+    Json ch = {{"index", p * n + c}, {"text", request_.echo ? request_.prompt_texts[p] : std::string()}};
+    const bool lp = request_.echo && request_.options.logprobs >= 0;
+    ch["logprobs"] = lp ? logprobs_json({}, &p) : Json(nullptr);
+    if (request_.prompt_logprobs >= 0) ch["prompt_logprobs"] = prompt_logprobs_json(p);
+    ch["finish_reason"] = nullptr;
+    out += sse_event(chunk(Json::array({ch})));
+  }
+  return out;
+}
+
+void CompletionJob::on_prompt_scores(size_t p, std::vector<PromptTokenScore> scores) {
+  auto& all = prompt_scores_[p];
+  all.insert(all.end(), std::make_move_iterator(scores.begin()), std::make_move_iterator(scores.end()));
+}
+
 std::string CompletionJob::on_step(size_t p, const StreamEvent& ev) {
   if (!request_.stream || (ev.text.empty() && !ev.logprobs)) return {};
+  std::string out = prompt_chunks(p);
   const size_t index = p * static_cast<size_t>(request_.options.n) + static_cast<size_t>(ev.choice);
-  json c = {{"index", index}, {"finish_reason", nullptr}};
-  json lp = ev.logprobs ? logprobs_json({*ev.logprobs}) : json(nullptr);
+  Json c = {{"index", index}, {"finish_reason", nullptr}};
+  // Text offsets of a streamed token are not tracked across chunks (0 each).
+  Json lp = ev.logprobs ? logprobs_json({*ev.logprobs}) : Json(nullptr);
   if (request_.endpoint == Endpoint::kChat) {
     c["delta"] = {{"content", ev.text}};
   } else {
     c["text"] = ev.text;
   }
   c["logprobs"] = lp;
-  return sse_event(chunk(json::array({c})));
+  return out + sse_event(chunk(Json::array({c})));
 }
 
 std::string CompletionJob::on_finished(size_t p, const RequestEvent& ev) {
@@ -104,20 +184,21 @@ std::string CompletionJob::on_finished(size_t p, const RequestEvent& ev) {
     for (size_t c = 0; c < ev.results->size() && c < n; ++c) results_[p * n + c] = (*ev.results)[c];
   }
   if (!request_.stream || !ev.error.ok() || ev.cancelled) return {};
-  json choices = json::array();
+  std::string out = prompt_chunks(p);
+  Json choices = Json::array();
   for (size_t c = 0; c < n; ++c) {
-    json ch = {{"index", p * n + c}, {"logprobs", nullptr}, {"finish_reason", finish_reason_name(results_[p * n + c].finish)}};
+    Json ch = {{"index", p * n + c}, {"logprobs", nullptr}, {"finish_reason", finish_reason_name(results_[p * n + c].finish)}};
     if (request_.endpoint == Endpoint::kChat) {
-      ch["delta"] = json::object();
+      ch["delta"] = Json::object();
     } else {
       ch["text"] = "";
     }
     choices.push_back(ch);
   }
-  return sse_event(chunk(choices));
+  return out + sse_event(chunk(choices));
 }
 
-json CompletionJob::usage() const {
+Json CompletionJob::usage() const {
   int64_t prompt = 0, completion = 0, cached = 0;
   for (const auto& m : metrics_) {
     prompt += m.prompt_tokens;
@@ -130,19 +211,24 @@ json CompletionJob::usage() const {
           {"prompt_tokens_details", {{"cached_tokens", cached}}}};
 }
 
-json CompletionJob::response() const {
+Json CompletionJob::response() const {
   const bool chat = request_.endpoint == Endpoint::kChat;
-  json choices = json::array();
+  const auto n = static_cast<size_t>(request_.options.n);
+  Json choices = Json::array();
   for (size_t i = 0; i < results_.size(); ++i) {
     const ChoiceResult& r = results_[i];
-    json c = {{"index", i}, {"finish_reason", finish_reason_name(r.finish)}};
+    const size_t p = i / n;
+    Json c = {{"index", i}};
     const bool want_lp = chat ? request_.chat_logprobs : request_.options.logprobs >= 0;
-    c["logprobs"] = want_lp ? logprobs_json(r.logprobs) : json(nullptr);
     if (chat) {
       c["message"] = {{"role", "assistant"}, {"content", r.text}};
+      c["logprobs"] = want_lp ? logprobs_json(r.logprobs) : Json(nullptr);
     } else {
-      c["text"] = r.text;
+      c["text"] = request_.echo ? request_.prompt_texts[p] + r.text : r.text;
+      c["logprobs"] = want_lp ? logprobs_json(r.logprobs, request_.echo ? &p : nullptr) : Json(nullptr);
+      if (request_.prompt_logprobs >= 0) c["prompt_logprobs"] = prompt_logprobs_json(p);
     }
+    c["finish_reason"] = finish_reason_name(r.finish);
     choices.push_back(c);
   }
   return {{"id", id_},
@@ -156,7 +242,7 @@ json CompletionJob::response() const {
 std::string CompletionJob::stream_epilogue() const {
   std::string out;
   if (request_.include_usage) {
-    json u = chunk(json::array());
+    Json u = chunk(Json::array());
     u["usage"] = usage();
     out += sse_event(u);
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "server/openai_protocol.h"
+#include "server/prompt_scores.h"
 #include "tessera/engine.h"
 
 namespace tessera::server {
@@ -32,20 +33,30 @@ class CompletionJob {
   std::string on_step(size_t p, const StreamEvent& ev);
   // Prompt `p` ended; returns its final SSE chunks (finish_reason) when streaming.
   std::string on_finished(size_t p, const RequestEvent& ev);
+  // Scores of prompt `p`'s next tokens (in order; see prompt_scores.h).
+  void on_prompt_scores(size_t p, std::vector<PromptTokenScore> scores);
   bool done() const { return finished_ == request_.prompts.size(); }
   // The first error of any prompt (engine failure), if any.
   const std::optional<Status>& error() const { return error_; }
   // After done(): the full response object (non-streaming).
-  nlohmann::json response() const;
+  nlohmann::ordered_json response() const;
   // After done(): the usage chunk (when include_usage) and `data: [DONE]`.
   std::string stream_epilogue() const;
   // The request's metrics per prompt (valid once finished).
   const std::vector<RequestMetrics>& metrics() const { return metrics_; }
 
  private:
-  nlohmann::json usage() const;
-  nlohmann::json chunk(nlohmann::json choices) const;
-  nlohmann::json logprobs_json(const std::vector<TokenLogprobs>& lps) const;
+  nlohmann::ordered_json usage() const;
+  nlohmann::ordered_json chunk(nlohmann::ordered_json choices) const;
+  // Chat: {"content": [...]}; completions: {tokens, token_logprobs,
+  // top_logprobs, text_offset}, after the prompt's tokens when `prompt` is
+  // given (echo; its first token's entries null).
+  nlohmann::ordered_json logprobs_json(const std::vector<TokenLogprobs>& lps, const size_t* prompt = nullptr,
+                                       size_t text_offset = 0) const;
+  // vLLM's prompt_logprobs of prompt `p`: [null, {"id": {logprob, rank, decoded_token}}, ...].
+  nlohmann::ordered_json prompt_logprobs_json(size_t p) const;
+  // Streaming: the chunks that carry prompt `p`'s echo and prompt logprobs (once).
+  std::string prompt_chunks(size_t p);
   std::string piece(int32_t id) const;
 
   ParsedRequest request_;
@@ -54,13 +65,17 @@ class CompletionJob {
   const Vocab* vocab_;
   std::vector<ChoiceResult> results_;    // [prompt * n + choice]
   std::vector<RequestMetrics> metrics_;  // [prompt]
+  std::vector<std::vector<PromptTokenScore>> prompt_scores_;  // [prompt][token - 1]
+  std::vector<bool> prompt_sent_;                             // [prompt] streaming: echo chunks written
   size_t finished_ = 0;
   std::optional<Status> error_;
 };
 
 // `data: <json>\n\n`.
 std::string sse_event(const nlohmann::json& j);
+std::string sse_event(const nlohmann::ordered_json& j);
 // Dumps JSON replacing invalid UTF-8 (generated text may hold any bytes).
 std::string dump_json(const nlohmann::json& j);
+std::string dump_json(const nlohmann::ordered_json& j);
 
 }  // namespace tessera::server

@@ -52,6 +52,7 @@ Result<std::unique_ptr<Server>> Server::create(Engine& engine, ServerConfig conf
   st.config = std::move(config);
   st.protocol.vocab = vocab;
   st.protocol.n_vocab = info.n_vocab;
+  st.protocol.context_tokens = info.context;
   st.protocol.served_model = st.config.served_model_name;
   st.protocol.chat = st.chat.get();
   s->impl_ = std::make_unique<Impl>(st.config.io_threads);

@@ -1,5 +1,7 @@
 #include "server/http_session.h"
 
+#include <cctype>
+
 #include <fmt/core.h>
 
 #include <chrono>
@@ -36,6 +38,17 @@ void HttpSession::on_read(beast::error_code ec) {
     return send(error_reply(ApiError{413, "the request body exceeds " + std::to_string(state_->config.max_body_bytes) +
                                               " bytes", "invalid_request_error", {}, "request_too_large"}));
   }
+  if (ec == http::error::partial_message) {
+    // The client ended (or half-closed) mid-body, e.g. a truncated chunked body.
+    keep_alive_ = false;
+    return send(error_reply(bad_request("the request body ended before its declared length or last chunk", {},
+                                        "incomplete_body")));
+  }
+  if (ec && &ec.category() == &http::make_error_code(http::error::bad_chunk).category() &&
+      ec != http::error::end_of_stream) {
+    keep_alive_ = false;  // the framing is lost; answer and close
+    return send(error_reply(bad_request("malformed HTTP request: " + ec.message(), {}, "bad_http")));
+  }
   if (ec) return close();
   handle(parser_->release());
 }
@@ -52,6 +65,19 @@ void HttpSession::handle(Request req) {
     if (auth == req.end() || auth->value() != "Bearer " + state_->config.api_key) {
       return send(error_reply(ApiError{401, "missing or wrong API key (Authorization: Bearer KEY)",
                                        "authentication_error", {}, "invalid_api_key"}));
+    }
+  }
+  if (method == "POST" && (path.starts_with("/v1/") || path == "/tokenize" || path == "/detokenize")) {
+    // Bodies are JSON; a Content-Type naming anything else is refused (none at all is accepted).
+    if (auto ct = req.find(http::field::content_type); ct != req.end()) {
+      std::string media(ct->value().substr(0, ct->value().find(';')));
+      while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.pop_back();
+      for (char& c : media) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (media != "application/json") {
+        return send(error_reply(ApiError{415, "Content-Type must be application/json, got '" +
+                                                  std::string(ct->value()) + "'",
+                                         "invalid_request_error", {}, "unsupported_media_type"}));
+      }
     }
   }
   if (auto reply = handle_simple_route(method, path, req.body(), *state_)) return send(std::move(*reply));
@@ -105,10 +131,20 @@ void HttpSession::start_job(ParsedRequest request) {
   const ParsedRequest& req = job_->request();
   for (size_t p = 0; p < req.prompts.size(); ++p) {
     ++state_->in_flight;
-    auto cb = [self = shared_from_this(), p, state = state_](const RequestEvent& ev) {
+    // Prompt scoring reads the prompt logits during the callback (they live only that long).
+    auto scored = req.scores_prompt() ? std::make_shared<const std::vector<int32_t>>(req.prompts[p]) : nullptr;
+    auto cb = [self = shared_from_this(), p, state = state_, scored, top_n = req.prompt_top_n(),
+               n_vocab = state_->protocol.n_vocab](const RequestEvent& ev) {
       EngineEvent copy;
       copy.prompt = p;
       copy.finished = ev.request_finished;
+      if (ev.prompt_logits != nullptr && scored) {
+        score_prompt_rows(ev.prompt_logits, ev.prompt_logits_begin, ev.prompt_logits_rows, n_vocab, *scored,
+                          std::max(top_n, 0), copy.prompt_scores);
+        if (copy.prompt_scores.empty()) return;
+        self->enqueue_event(std::move(copy));
+        return;
+      }
       if (ev.request_finished) {
         if (ev.results) copy.results = *ev.results;
         if (ev.metrics) copy.metrics = *ev.metrics;
@@ -183,6 +219,7 @@ void HttpSession::on_engine_event(EngineEvent& ev) {
   if (!job_) return;
   const bool live = job_->streaming() && !submit_error_ && !closed_;
   if (!ev.finished) {
+    if (!ev.prompt_scores.empty()) return job_->on_prompt_scores(ev.prompt, std::move(ev.prompt_scores));
     ev.step.logprobs = ev.logprobs ? &*ev.logprobs : nullptr;
     std::string chunk = job_->on_step(ev.prompt, ev.step);
     if (live && !chunk.empty()) write_chunk(std::move(chunk));

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "server/completion_job.h"
+#include "server/prompt_scores.h"
 #include "server/http_server.h"
 #include "server/simple_routes.h"
 
@@ -41,6 +42,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     size_t prompt = 0;  // index into the job's prompts
     StreamEvent step;   // its logprobs pointer is re-pointed at `logprobs` on the strand
     std::optional<TokenLogprobs> logprobs;
+    std::vector<PromptTokenScore> prompt_scores;  // scored on the engine thread from its prompt logits
     bool finished = false;
     std::vector<ChoiceResult> results;
     RequestMetrics metrics;

@@ -1,7 +1,9 @@
 #include "server/openai_protocol.h"
 
+#include <cfloat>
 #include <cmath>
 #include <random>
+#include <set>
 
 #include "tessera/logprobs.h"
 
@@ -34,13 +36,15 @@ ApiError status_error(const Status& st, std::string param) {
   }
 }
 
+using Json = nlohmann::ordered_json;
+
 namespace {
 
 // Reads typed, range-checked fields; the first problem wins.
 class FieldReader {
  public:
-  explicit FieldReader(const json& body) : body_(body) {}
-  const json* get(const char* key) const {
+  explicit FieldReader(const Json& body) : body_(body) {}
+  const Json* get(const char* key) const {
     auto it = body_.find(key);
     return it == body_.end() || it->is_null() ? nullptr : &*it;
   }
@@ -49,19 +53,19 @@ class FieldReader {
   }
   // A number in [lo, hi] (lo excluded when lo_open).
   void number(const char* key, float& out, double lo, double hi, bool lo_open = false) {
-    const json* v = get(key);
+    const Json* v = get(key);
     if (!v) return;
     if (!v->is_number()) return fail(std::string(key) + " must be a number", key);
     const double d = v->get<double>();
     if (!std::isfinite(d) || d < lo || d > hi || (lo_open && d == lo)) {
-      return fail(std::string(key) + " must be in " + (lo_open ? "(" : "[") + json(lo).dump() + ", " + json(hi).dump() +
+      return fail(std::string(key) + " must be in " + (lo_open ? "(" : "[") + Json(lo).dump() + ", " + Json(hi).dump() +
                       "], got " + v->dump(),
                   key);
     }
     out = static_cast<float>(d);
   }
   void integer(const char* key, int32_t& out, int64_t lo, int64_t hi) {
-    const json* v = get(key);
+    const Json* v = get(key);
     if (!v) return;
     if (!v->is_number_integer()) return fail(std::string(key) + " must be an integer", key);
     const auto i = v->get<int64_t>();
@@ -73,7 +77,7 @@ class FieldReader {
     out = static_cast<int32_t>(i);
   }
   void boolean(const char* key, bool& out) {
-    const json* v = get(key);
+    const Json* v = get(key);
     if (!v) return;
     if (!v->is_boolean()) return fail(std::string(key) + " must be a boolean", key);
     out = v->get<bool>();
@@ -81,11 +85,11 @@ class FieldReader {
   std::optional<ApiError> error;
 
  private:
-  const json& body_;
+  const Json& body_;
 };
 
 // A token-id array, checked against the vocabulary.
-std::optional<std::vector<int32_t>> token_ids(const json& a, int32_t n_vocab, FieldReader& r) {
+std::optional<std::vector<int32_t>> token_ids(const Json& a, int32_t n_vocab, FieldReader& r) {
   std::vector<int32_t> ids;
   for (const auto& v : a) {
     if (!v.is_number_integer()) return r.fail("prompt token ids must be integers", "prompt"), std::nullopt;
@@ -102,23 +106,29 @@ std::optional<std::vector<int32_t>> token_ids(const json& a, int32_t n_vocab, Fi
   return ids;
 }
 
-void parse_prompt(const json& p, const ProtocolContext& ctx, ParsedRequest& out, FieldReader& r) {
+void parse_prompt(const Json& p, const ProtocolContext& ctx, ParsedRequest& out, FieldReader& r) {
   auto encode = [&](const std::string& s) {
     if (!ctx.vocab) return r.fail("this model has no tokenizer; send token ids", "prompt");
     if (s.empty()) return r.fail("prompt must not be empty", "prompt");
     out.prompts.push_back(ctx.vocab->encode(s, /*add_special=*/true));
+    out.prompt_texts.push_back(s);
+  };
+  auto ids_prompt = [&](std::vector<int32_t> ids) {
+    auto text = ctx.vocab ? ctx.vocab->decode(ids) : Result<std::string>(std::string());
+    out.prompt_texts.push_back(text.ok() ? *text : std::string());
+    out.prompts.push_back(std::move(ids));
   };
   if (p.is_string()) return encode(p.get<std::string>());
   if (!p.is_array() || p.empty()) return r.fail("prompt must be a string, an array of strings or token ids", "prompt");
   if (p[0].is_number_integer()) {
-    if (auto ids = token_ids(p, ctx.n_vocab, r)) out.prompts.push_back(std::move(*ids));
+    if (auto ids = token_ids(p, ctx.n_vocab, r)) ids_prompt(std::move(*ids));
     return;
   }
   for (const auto& item : p) {
     if (item.is_string()) {
       encode(item.get<std::string>());
     } else if (item.is_array()) {
-      if (auto ids = token_ids(item, ctx.n_vocab, r)) out.prompts.push_back(std::move(*ids));
+      if (auto ids = token_ids(item, ctx.n_vocab, r)) ids_prompt(std::move(*ids));
     } else {
       return r.fail("prompt must be a string, an array of strings or token ids", "prompt");
     }
@@ -126,7 +136,7 @@ void parse_prompt(const json& p, const ProtocolContext& ctx, ParsedRequest& out,
   }
 }
 
-void parse_stop(const json* s, GenerationOptions& o, FieldReader& r) {
+void parse_stop(const Json* s, GenerationOptions& o, FieldReader& r) {
   if (!s) return;
   if (s->is_string()) {
     o.stop.push_back(s->get<std::string>());
@@ -148,7 +158,7 @@ void parse_stop(const json* s, GenerationOptions& o, FieldReader& r) {
   }
 }
 
-void parse_logit_bias(const json* b, int32_t n_vocab, SamplingParams& s, FieldReader& r) {
+void parse_logit_bias(const Json* b, int32_t n_vocab, SamplingParams& s, FieldReader& r) {
   if (!b) return;
   if (!b->is_object()) return r.fail("logit_bias must be an object of token id -> bias", "logit_bias");
   for (const auto& [key, value] : b->items()) {
@@ -172,15 +182,23 @@ void parse_logit_bias(const json* b, int32_t n_vocab, SamplingParams& s, FieldRe
   }
 }
 
-void parse_sampling(FieldReader& r, const json& body, const ProtocolContext& ctx, ParsedRequest& out) {
+void parse_sampling(FieldReader& r, const Json& body, const ProtocolContext& ctx, ParsedRequest& out) {
   GenerationOptions& o = out.options;
   SamplingParams& s = o.sampling;
   s.temperature = 1.0f;
   s.top_p = 1.0f;
   s.top_k = 0;
   s.min_p = 0.0f;
-  r.number("temperature", s.temperature, 0, 100);
-  r.number("top_p", s.top_p, 0, 1, /*lo_open=*/true);
+  double temperature = 1.0;
+  if (const Json* t = r.get("temperature"); t && t->is_number()) temperature = t->get<double>();
+  r.number("temperature", s.temperature, 0, DBL_MAX);
+  // Past float range the distribution is uniform to float precision anyway.
+  if (std::isfinite(temperature) && temperature > 1e30) s.temperature = 1e30f;
+  r.number("top_p", s.top_p, 0, 1);
+  if (s.top_p == 0.0f) {  // OpenAI: top_p 0 keeps only the most likely token
+    s.top_p = 1.0f;
+    s.temperature = 0.0f;
+  }
   r.integer("top_k", s.top_k, -1, INT32_MAX);
   if (s.top_k < 0) s.top_k = 0;
   r.number("min_p", s.min_p, 0, 1);
@@ -189,10 +207,11 @@ void parse_sampling(FieldReader& r, const json& body, const ProtocolContext& ctx
   r.number("frequency_penalty", s.frequency_penalty, -2, 2);
   r.number("repetition_penalty", s.repetition_penalty, 0, 100, true);
   parse_logit_bias(r.get("logit_bias"), ctx.n_vocab, s, r);
-  if (const json* seed = r.get("seed")) {
-    if (!seed->is_number_integer()) return r.fail("seed must be an integer", "seed");
+  const Json* seed = r.get("seed");
+  if (seed && !seed->is_number_integer()) return r.fail("seed must be an integer", "seed");
+  if (seed && !(seed->is_number_integer() && !seed->is_number_unsigned() && seed->get<int64_t>() == -1)) {
     s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
-  } else {
+  } else {  // absent or -1: random
     s.seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
   }
   parse_stop(r.get("stop"), o, r);
@@ -226,56 +245,55 @@ void parse_logprobs(FieldReader& r, ParsedRequest& out) {
 
 }  // namespace
 
-std::variant<std::vector<int32_t>, ApiError> render_chat(const json& messages, const ProtocolContext& ctx) {
+std::variant<ChatPrompt, ApiError> render_chat(const Json& messages, const Json& tools, const ProtocolContext& ctx) {
   if (!messages.is_array() || messages.empty()) return bad_request("messages must be a non-empty array", "messages");
+  if (!tools.is_null() && !tools.is_array()) return bad_request("tools must be an array", "tools");
   if (!ctx.chat || !ctx.vocab) {
     return bad_request("this model has no chat template; start the server with --chat-template FILE", "messages");
   }
-  json rendered = json::array();
-  for (const auto& m : messages) {
-    if (!m.is_object()) return bad_request("each message must be an object", "messages");
-    auto role = m.find("role");
-    if (role == m.end() || !role->is_string()) return bad_request("each message needs a string role", "messages");
-    const auto r = role->get<std::string>();
-    if (r != "system" && r != "user" && r != "assistant" && r != "developer" && r != "tool") {
-      return bad_request("unknown message role '" + r + "'", "messages");
+  // The strings came from parsed JSON, so they are valid UTF-8 and dump() cannot throw.
+  auto prompt = ctx.chat->render(messages.dump(), tools.is_null() ? std::string() : tools.dump());
+  if (!prompt.ok()) {
+    if (prompt.status().code() == StatusCode::kResourceExhausted) {
+      return ApiError{400, prompt.status().message(), "invalid_request_error", "messages", "chat_template_limit"};
     }
-    std::string text;
-    auto content = m.find("content");
-    if (content == m.end() || content->is_null()) {
-      if (r != "assistant") return bad_request("a " + r + " message needs content", "messages");
-    } else if (content->is_string()) {
-      text = content->get<std::string>();
-    } else if (content->is_array()) {
-      for (const auto& part : *content) {
-        auto type = part.is_object() ? part.find("type") : part.end();
-        auto t = part.is_object() ? part.find("text") : part.end();
-        if (type == part.end() || *type != "text" || t == part.end() || !t->is_string()) {
-          return bad_request("only text content parts ({\"type\": \"text\", \"text\": ...}) are supported", "messages");
-        }
-        text += t->get<std::string>();
-      }
-    } else {
-      return bad_request("message content must be a string or an array of text parts", "messages");
-    }
-    rendered.push_back({{"role", r == "developer" ? "system" : r}, {"content", text}});
+    return ApiError{400, prompt.status().message(), "invalid_request_error", "messages", {}};
   }
-  // The strings came from parsed JSON, so they are valid UTF-8 and dump() cannot fail.
-  auto prompt = ctx.chat->render(rendered.dump(), /*add_generation_prompt=*/true);
-  if (!prompt.ok())
-    return ApiError{400, "chat template: " + prompt.status().message(), "invalid_request_error", "messages", {}};
-  return std::move(prompt->tokens);
+  return std::move(*prompt);
+}
+
+std::variant<Json, ApiError> parse_json_object(std::string_view body) {
+  std::vector<std::set<std::string>> keys;  // of each open object
+  std::string duplicate;
+  Json::parser_callback_t check = [&](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == Json::parse_event_t::object_end) {
+      if (!keys.empty()) keys.pop_back();
+    } else if (event == Json::parse_event_t::key && !keys.empty() && duplicate.empty()) {
+      const std::string& k = parsed.get_ref<const std::string&>();
+      if (!keys.back().insert(k).second) duplicate = k;
+    }
+    return true;
+  };
+  Json j = Json::parse(body, check, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return bad_request("the body is not valid JSON (or not valid UTF-8)", {}, "invalid_json");
+  if (!duplicate.empty()) {
+    return bad_request("the body repeats the key '" + duplicate + "' in one object", {}, "invalid_json");
+  }
+  if (!j.is_object()) return bad_request("the body must be a JSON object", {}, "invalid_json");
+  return j;
 }
 
 std::variant<ParsedRequest, ApiError> parse_request(std::string_view body, Endpoint endpoint,
                                                     const ProtocolContext& ctx) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return bad_request("the body is not valid JSON (or not valid UTF-8)", {}, "invalid_json");
-  if (!j.is_object()) return bad_request("the body must be a JSON object", {}, "invalid_json");
+  auto body_json = parse_json_object(body);
+  if (auto* e = std::get_if<ApiError>(&body_json)) return *e;
+  const Json& j = std::get<Json>(body_json);
   ParsedRequest out;
   out.endpoint = endpoint;
   FieldReader r(j);
-  if (const json* m = r.get("model")) {
+  if (const Json* m = r.get("model")) {
     if (!m->is_string()) return bad_request("model must be a string", "model");
     out.model = m->get<std::string>();
     if (out.model != ctx.served_model) {
@@ -289,26 +307,51 @@ std::variant<ParsedRequest, ApiError> parse_request(std::string_view body, Endpo
   parse_max_tokens(r, out);
   parse_logprobs(r, out);
   r.boolean("stream", out.stream);
-  if (const json* so = r.get("stream_options")) {
+  if (const Json* so = r.get("stream_options")) {
     if (!so->is_object()) return bad_request("stream_options must be an object", "stream_options");
     FieldReader sr(*so);
     sr.boolean("include_usage", out.include_usage);
     if (sr.error) return *sr.error;
   }
-  if (const json* u = r.get("user"); u && !u->is_string()) r.fail("user must be a string", "user");
+  if (const Json* u = r.get("user"); u && !u->is_string()) r.fail("user must be a string", "user");
   if (r.error) return *r.error;
   if (endpoint == Endpoint::kCompletions) {
-    const json* p = r.get("prompt");
+    const Json* p = r.get("prompt");
     if (!p) return bad_request("prompt is required", "prompt");
     parse_prompt(*p, ctx, out, r);
+    r.boolean("echo", out.echo);
+    r.integer("prompt_logprobs", out.prompt_logprobs, 0, kMaxTopLogprobs);
+    if (!r.error && out.scores_prompt()) {
+      if (out.options.n != 1) {
+        return bad_request("echo with logprobs, and prompt_logprobs, need n = 1", "n");
+      }
+      out.options.prompt_logits = true;
+    }
   } else {
-    const json* m = r.get("messages");
+    const Json* m = r.get("messages");
     if (!m) return bad_request("messages is required", "messages");
-    auto ids = render_chat(*m, ctx);
-    if (auto* e = std::get_if<ApiError>(&ids)) return *e;
-    out.prompts.push_back(std::move(std::get<std::vector<int32_t>>(ids)));
+    const Json* tools = r.get("tools");
+    auto chat = render_chat(*m, tools ? *tools : Json(), ctx);
+    if (auto* e = std::get_if<ApiError>(&chat)) return *e;
+    out.prompts.push_back(std::move(std::get<ChatPrompt>(chat).tokens));
   }
   if (r.error) return *r.error;
+  // max_tokens against the room the context leaves after the longest prompt
+  // (a prompt that fills the context on its own is the engine's 400).
+  int64_t longest = 0;
+  for (const auto& p : out.prompts) longest = std::max<int64_t>(longest, static_cast<int64_t>(p.size()));
+  const int64_t room = ctx.context_tokens - longest;
+  if (ctx.context_tokens > 0 && room > 0 && out.options.max_tokens > room) {
+    const char* key = r.get("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    if (r.get(key)) {
+      return bad_request(std::string(key) + " " + std::to_string(out.options.max_tokens) + " does not fit: the prompt has " +
+                             std::to_string(longest) + " tokens and the context " + std::to_string(ctx.context_tokens) +
+                             ", which leaves " + std::to_string(room),
+                         key, "context_length_exceeded");
+    }
+    out.options.max_tokens = static_cast<int32_t>(room);  // the default is shortened to fit
+    if (out.options.min_tokens > out.options.max_tokens) out.options.min_tokens = out.options.max_tokens;
+  }
   if (Status st = out.options.validate(ctx.n_vocab); !st.ok()) return bad_request(st.message());
   return out;
 }

@@ -18,13 +18,13 @@ namespace {
 
 Reply json_reply(const json& j) { return Reply{200, dump_json(j), "application/json", {}}; }
 
-std::optional<json> parse_object(std::string_view body, Reply& err) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    err = error_reply(bad_request("the body must be a JSON object", {}, "invalid_json"));
+std::optional<nlohmann::ordered_json> parse_object(std::string_view body, Reply& err) {
+  auto j = parse_json_object(body);
+  if (auto* e = std::get_if<ApiError>(&j)) {
+    err = error_reply(*e);
     return std::nullopt;
   }
-  return j;
+  return std::move(std::get<nlohmann::ordered_json>(j));
 }
 
 Reply tokenize(std::string_view body, ServerState& s) {
@@ -34,9 +34,10 @@ Reply tokenize(std::string_view body, ServerState& s) {
   if (!s.protocol.vocab) return error_reply(bad_request("this model has no tokenizer"));
   std::vector<int32_t> ids;
   if (auto m = j->find("messages"); m != j->end()) {
-    auto r = render_chat(*m, s.protocol);
+    auto t = j->find("tools");
+    auto r = render_chat(*m, t != j->end() ? *t : nlohmann::ordered_json(), s.protocol);
     if (auto* e = std::get_if<ApiError>(&r)) return error_reply(*e);
-    ids = std::get<std::vector<int32_t>>(r);
+    ids = std::move(std::get<ChatPrompt>(r).tokens);
   } else {
     auto p = j->find("prompt");
     if (p == j->end() || !p->is_string()) return error_reply(bad_request("prompt must be a string", "prompt"));

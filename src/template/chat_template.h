@@ -23,9 +23,12 @@
 // filter blocks, *args/**kwargs, ...) are reported by parse() naming them.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +45,29 @@ struct Program;
 struct ChatTemplateOptions {
   bool trim_blocks = true;    // drop the first newline after a block/comment tag
   bool lstrip_blocks = true;  // drop spaces/tabs before a block/comment tag at line start
+  // Wall-clock time one render() may take before it fails with kResourceExhausted.
+  int64_t render_time_limit_ms = 1000;
+};
+
+// Where a stretch of rendered text came from.
+enum class SpanOrigin : uint8_t {
+  kTemplate,  // the template's own text and string literals, and template-trusted variables (bos_token, ...)
+  kCaller,    // caller values (message content, roles, tools, ...), even after filters and string methods
+};
+
+// Bytes [begin, end) of RenderedText::text and their origin.
+struct TextSpan {
+  size_t begin = 0;
+  size_t end = 0;
+  SpanOrigin origin = SpanOrigin::kTemplate;
+};
+
+// A rendered template with the origin of every byte: `spans` cover `text`
+// in order, without gaps, and neighbouring spans differ in origin (an empty
+// text has no spans).
+struct RenderedText {
+  std::string text;
+  std::vector<TextSpan> spans;
 };
 
 // A parsed template. Immutable and cheap to copy (the parsed form is
@@ -67,13 +93,29 @@ class ChatTemplate {
   //     value nesting 128, lists of 1M items, 10M evaluation steps): kResourceExhausted.
   // Nothing throws. Use the ordered_json overload to keep the caller's key
   // order in dicts rendered with tojson (nlohmann::json sorts keys).
+  //   - the time limit (ChatTemplateOptions::render_time_limit_ms), 1M loop
+  //     iterations in all, nesting deeper than 2048 evaluation levels:
+  //     kResourceExhausted naming the limit.
   Result<std::string> render(const nlohmann::json& context) const;
   Result<std::string> render(const nlohmann::ordered_json& context) const;
 
+  // Renders with the variables of `caller_context` (untrusted: messages,
+  // tools, ...) and `template_context` (trusted: add_generation_prompt,
+  // bos_token, eos_token, ...; its keys win over the caller's), both JSON
+  // objects or null, and reports which bytes came from caller values
+  // (value.h, "Provenance"): a caller string keeps its origin through
+  // concatenation, slicing, strip, replace, join, format, tojson and case
+  // mapping; other operations that build a string from caller text make
+  // the whole result caller text. Errors as render().
+  Result<RenderedText> render_tagged(const nlohmann::ordered_json& caller_context,
+                                     const nlohmann::ordered_json& template_context) const;
+
  private:
-  explicit ChatTemplate(std::shared_ptr<const tmpl::Program> program) : program_(std::move(program)) {}
+  ChatTemplate(std::shared_ptr<const tmpl::Program> program, int64_t time_limit_ms)
+      : program_(std::move(program)), time_limit_ms_(time_limit_ms) {}
 
   std::shared_ptr<const tmpl::Program> program_;
+  int64_t time_limit_ms_ = 1000;
 };
 
 // Renders `messages` with the usual variables: messages,

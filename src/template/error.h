@@ -4,6 +4,8 @@
 // Status; nothing throws out of the library.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -18,6 +20,9 @@ inline constexpr int kMaxCallDepth = 64;           // macro recursion
 inline constexpr size_t kMaxOutputBytes = 16u << 20;  // rendered text and any built string
 inline constexpr size_t kMaxItems = 1u << 20;       // elements of one built list (range(), repetition)
 inline constexpr int64_t kMaxSteps = 10'000'000;   // evaluation steps per render (a loop iteration costs 8)
+inline constexpr int64_t kMaxLoopIterations = 1'000'000;  // for-loop iterations per render, all loops together
+inline constexpr int kMaxEvalDepth = 2048;         // nested statement/expression evaluation (keeps the C++ stack bounded)
+inline constexpr int64_t kDefaultRenderTimeMs = 1000;  // wall-clock time per render
 
 struct TemplateError {
   StatusCode code = StatusCode::kInvalidArgument;

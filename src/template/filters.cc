@@ -55,13 +55,13 @@ Value tojson(const Value& v, const CallArgs& a) {
     o.item_separator = sep->as_array()[0].as_string();
     o.key_separator = sep->as_array()[1].as_string();
   }
-  std::string out;
+  TextBuilder out;
   std::string error;
   if (!dump_json(v, o, &out, &error)) {
     if (v.is_undefined()) require_defined(v);
     fail("tojson: " + error);
   }
-  return Value(std::move(out));
+  return out.take();
 }
 
 Value select(Interpreter& interp, const Value& v, const CallArgs& a, bool by_attr, bool keep) {
@@ -196,25 +196,32 @@ Value apply_filter(Interpreter& interp, const std::string& name, const Value& v,
   }
   if (name == "length" || name == "count") return Value(length_of(v));
   if (name == "safe") return v;
-  if (name == "string") return Value(v.to_str());
-  if (name == "e" || name == "escape") return Value(escape_html(v.to_str()));
+  if (name == "string") return v.text();
+  if (name == "e" || name == "escape") return derived_text(escape_html(v.to_str()), {&v});
   if (name == "tojson") return tojson(v, a);
   if (name == "trim") {
     const Value* chars = arg(a, 0, "chars");
     const std::string cs = chars != nullptr && chars->is_string() ? chars->as_string() : "";
-    return Value(python_strip(v.to_str(), chars != nullptr && chars->is_string() ? &cs : nullptr, true, true));
+    const Value t = v.text();
+    const auto [b, e] = python_strip_bounds(t.as_string(), chars != nullptr && chars->is_string() ? &cs : nullptr,
+                                            true, true);
+    return t.substr(b, e - b);
   }
-  if (name == "upper") return Value(ascii_upper(v.to_str()));
-  if (name == "lower") return Value(ascii_lower(v.to_str()));
-  if (name == "capitalize") return Value(python_capitalize(v.to_str()));
-  if (name == "title") return Value(jinja_title(v.to_str()));
+  if (name == "upper" || name == "lower" || name == "capitalize" || name == "title") {
+    const Value t = v.text();
+    const std::string& x = t.as_string();
+    return t.remap(name == "upper"   ? ascii_upper(x)
+                   : name == "lower" ? ascii_lower(x)
+                   : name == "title" ? jinja_title(x)
+                                     : python_capitalize(x));
+  }
   if (name == "replace") {
     const Value* old_s = arg(a, 0, "old");
     const Value* new_s = arg(a, 1, "new");
     const Value* count = arg(a, 2, "count");
     if (old_s == nullptr || new_s == nullptr) fail("replace needs two arguments");
-    return Value(python_replace(v.to_str(), old_s->to_str(), new_s->to_str(),
-                                count != nullptr && count->is_int() ? count->as_int() : -1));
+    return replace_text(v.text(), old_s->to_str(), new_s->text(),
+                        count != nullptr && count->is_int() ? count->as_int() : -1);
   }
   if (name == "wordcount") return Value(static_cast<int64_t>(python_split(v.to_str(), nullptr, -1).size()));
   if (name == "indent") {
@@ -226,20 +233,22 @@ Value apply_filter(Interpreter& interp, const std::string& name, const Value& v,
                                                  : std::string(static_cast<size_t>(std::clamp<int64_t>(
                                                                    width->is_int() ? width->as_int() : 4, 0, 256)),
                                                                ' ');
-    return Value(jinja_indent(v.to_str(), pad, first != nullptr && first->truthy(), blank != nullptr && blank->truthy()));
+    return derived_text(
+        jinja_indent(v.to_str(), pad, first != nullptr && first->truthy(), blank != nullptr && blank->truthy()),
+        {&v, width});
   }
   if (name == "join") {
     const Value* sep = arg(a, 0, "d");
     const Value* attr = arg(a, 1, "attribute");
-    std::string out;
+    TextBuilder out;
     bool first = true;
     for (const Value& item : iterate(v)) {
-      if (!first) out += sep != nullptr ? sep->to_str() : "";
+      if (!first && sep != nullptr) out.append(*sep);
       first = false;
-      out += (attr != nullptr ? attribute_of(item, *attr) : item).to_str();
+      out.append(attr != nullptr ? attribute_of(item, *attr) : item);
       if (out.size() > kMaxOutputBytes) fail_limit("join result too large");
     }
-    return Value(std::move(out));
+    return out.take();
   }
   if (name == "first" || name == "last") {
     if (v.is_array()) {
@@ -253,10 +262,10 @@ Value apply_filter(Interpreter& interp, const std::string& name, const Value& v,
   if (name == "list") return Value(iterate(v));
   if (name == "reverse") {
     if (v.is_string()) {
-      std::vector<std::string> chars = utf8_chars(v.as_string());
-      std::string out;
-      for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += *it;
-      return Value(std::move(out));
+      const Array chars = string_chars(v);
+      TextBuilder out;
+      for (auto it = chars.rbegin(); it != chars.rend(); ++it) out.append(*it);
+      return out.take();
     }
     Array items = iterate(v);
     std::reverse(items.begin(), items.end());
@@ -285,7 +294,7 @@ Value apply_filter(Interpreter& interp, const std::string& name, const Value& v,
     Array out;
     if (v.is_undefined()) return Value(std::move(out));
     if (!v.is_object()) fail(std::string("items filter needs a dict, got ") + v.type_name());
-    for (const auto& [k, x] : v.as_object().items) out.push_back(Value(Array{Value(k), x}));
+    for (const auto& [k, x] : v.as_object().items) out.push_back(Value(Array{key_value(v.as_object(), k), x}));
     return Value(std::move(out));
   }
   if (name == "dictsort") {
@@ -293,7 +302,7 @@ Value apply_filter(Interpreter& interp, const std::string& name, const Value& v,
     const Value* by = arg(a, 1, "by");
     const bool by_value = by != nullptr && by->to_str() == "value";
     Array out;
-    for (const auto& [k, x] : v.as_object().items) out.push_back(Value(Array{Value(k), x}));
+    for (const auto& [k, x] : v.as_object().items) out.push_back(Value(Array{key_value(v.as_object(), k), x}));
     std::stable_sort(out.begin(), out.end(), [&](const Value& p, const Value& q) {
       return less_than(p.as_array()[by_value ? 1 : 0], q.as_array()[by_value ? 1 : 0], false);
     });

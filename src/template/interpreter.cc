@@ -16,7 +16,8 @@ const Value* Scope::lookup(std::string_view name) const {
 
 void Scope::set(const std::string& name, Value value) { vars_[name] = std::move(value); }
 
-Interpreter::Interpreter(const Program& program, const Value& context) : program_(program) {
+Interpreter::Interpreter(const Program& program, const Value& context, std::chrono::milliseconds time_limit)
+    : program_(program), time_limit_(time_limit) {
   auto globals = std::make_shared<Scope>(nullptr);
   install_globals(*globals);
   root_ = std::make_shared<Scope>(globals);
@@ -25,20 +26,47 @@ Interpreter::Interpreter(const Program& program, const Value& context) : program
   }
 }
 
-std::string Interpreter::render() {
-  out_.clear();
+Value Interpreter::render() {
+  out_.take();
+  steps_ = 0;
+  loop_iterations_ = 0;
+  deadline_ = std::chrono::steady_clock::now() + time_limit_;
   exec_body(program_.body, root_);
-  return std::move(out_);
+  return out_.take();
 }
 
 void Interpreter::charge(int64_t n) {
+  const int64_t before = steps_;
   steps_ += n;
-  if (steps_ > kMaxSteps) fail_limit("template evaluation exceeded the step limit");
+  if (steps_ > kMaxSteps) {
+    fail_limit("template evaluation exceeded the step limit (" + std::to_string(kMaxSteps) + " steps)");
+  }
+  if ((before >> 4) != (steps_ >> 4) && std::chrono::steady_clock::now() > deadline_) {
+    fail_limit("template rendering exceeded the time limit (" + std::to_string(time_limit_.count()) + " ms)");
+  }
 }
 
-void Interpreter::emit(const std::string& text) {
-  if (out_.size() + text.size() > kMaxOutputBytes) fail_limit("rendered text exceeds the output limit");
-  out_ += text;
+Interpreter::DepthGuard::DepthGuard(Interpreter& in) : in_(in) {
+  if (++in_.depth_ > kMaxEvalDepth) {
+    --in_.depth_;
+    fail_limit("template evaluation nested too deeply (depth " + std::to_string(kMaxEvalDepth) + ")");
+  }
+}
+
+void Interpreter::emit(const Value& value) {
+  const Value converted = value.is_string() ? Value() : value.text();
+  const Value& t = value.is_string() ? value : converted;
+  if (out_.size() + t.as_string().size() > kMaxOutputBytes) {
+    fail_limit("rendered text exceeds the output limit (" + std::to_string(kMaxOutputBytes) + " bytes)");
+  }
+  out_.append(t);
+}
+
+void Interpreter::emit_template(const std::string& text) {
+  if (out_.size() + text.size() > kMaxOutputBytes) {
+    fail_limit("rendered text exceeds the output limit (" + std::to_string(kMaxOutputBytes) + " bytes)");
+  }
+  out_.append(text, /*caller=*/false);
 }
 
 Interpreter::Flow Interpreter::exec_body(const Body& body, const std::shared_ptr<Scope>& scope) {
@@ -52,9 +80,10 @@ Interpreter::Flow Interpreter::exec_body(const Body& body, const std::shared_ptr
 Interpreter::Flow Interpreter::exec(const Node& node, const std::shared_ptr<Scope>& scope) {
   charge();
   try {
+    DepthGuard guard(*this);
     switch (node.kind) {
-      case Node::Kind::kText: emit(node.text); return Flow::kNormal;
-      case Node::Kind::kOutput: emit(eval(*node.expr, scope).to_str()); return Flow::kNormal;
+      case Node::Kind::kText: emit_template(node.text); return Flow::kNormal;
+      case Node::Kind::kOutput: emit(eval(*node.expr, scope)); return Flow::kNormal;
       case Node::Kind::kIf:
         for (const auto& [cond, body] : node.branches) {
           if (eval(*cond, scope).truthy()) return exec_body(body, scope);
@@ -63,12 +92,18 @@ Interpreter::Flow Interpreter::exec(const Node& node, const std::shared_ptr<Scop
       case Node::Kind::kFor: return exec_for(node, scope);
       case Node::Kind::kSet: exec_set(node, scope); return Flow::kNormal;
       case Node::Kind::kSetBlock: {
-        std::string saved = std::move(out_);
-        out_.clear();
-        const Flow f = exec_body(node.body, scope);
-        std::string captured = std::move(out_);
+        TextBuilder saved = std::move(out_);
+        out_ = TextBuilder();
+        Flow f = Flow::kNormal;
+        try {
+          f = exec_body(node.body, scope);
+        } catch (...) {
+          out_ = std::move(saved);
+          throw;
+        }
+        Value captured = out_.take();
         out_ = std::move(saved);
-        scope->set(node.targets[0], Value(std::move(captured)));
+        scope->set(node.targets[0], std::move(captured));
         return f;
       }
       case Node::Kind::kMacro: {
@@ -131,6 +166,9 @@ Interpreter::Flow Interpreter::exec_for(const Node& node, const std::shared_ptr<
   const int64_t n = static_cast<int64_t>(items.size());
   for (int64_t i = 0; i < n; ++i) {
     charge(8);  // a scope, the loop object and its cycle function
+    if (++loop_iterations_ > kMaxLoopIterations) {
+      fail_limit("template loops exceeded " + std::to_string(kMaxLoopIterations) + " iterations");
+    }
     auto frame = std::make_shared<Scope>(scope);
     Object loop;
     loop.items.reserve(12);
@@ -180,6 +218,7 @@ void Interpreter::exec_set(const Node& node, const std::shared_ptr<Scope>& scope
 Value Interpreter::eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
   charge();
   try {
+    DepthGuard guard(*this);
     return eval_impl(e, scope);
   } catch (TemplateError& err) {
     if (!err.has_position) {
@@ -216,6 +255,7 @@ Value Interpreter::eval_impl(const Expr& e, const std::shared_ptr<Scope>& scope)
       for (size_t i = 0; i + 1 < e.children.size(); i += 2) {
         Value key = eval(*e.children[i], scope);
         if (!key.is_string()) fail(std::string("dict keys must be strings, not ") + key.type_name());
+        o.caller_keys = o.caller_keys || key.has_caller_text();
         o.set(key.as_string(), eval(*e.children[i + 1], scope));
       }
       return Value(std::move(o));
@@ -330,8 +370,8 @@ Value Interpreter::call_macro(const Function& fn, const CallArgs& args) {
     for (const auto& p : m.params) known = known || p.first == k;
     if (!known) fail("macro '" + m.text + "' got an unexpected keyword argument '" + k + "'");
   }
-  std::string saved = std::move(out_);
-  out_.clear();
+  TextBuilder saved = std::move(out_);
+  out_ = TextBuilder();
   ++call_depth_;
   try {
     exec_body(m.body, frame);
@@ -341,9 +381,9 @@ Value Interpreter::call_macro(const Function& fn, const CallArgs& args) {
     throw;
   }
   --call_depth_;
-  std::string result = std::move(out_);
+  Value result = out_.take();
   out_ = std::move(saved);
-  return Value(std::move(result));
+  return result;
 }
 
 }  // namespace tessera::tmpl

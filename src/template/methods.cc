@@ -26,10 +26,11 @@ int64_t opt_int(const Value* v, int64_t def) {
   return v->as_int();
 }
 
-Value strings_to_array(const std::vector<std::string>& parts) {
+// Parts of `source` (split, splitlines): caller text if `source` holds any.
+Value strings_to_array(const std::vector<std::string>& parts, const Value& source) {
   Array out;
   out.reserve(parts.size());
-  for (const std::string& p : parts) out.emplace_back(p);
+  for (const std::string& p : parts) out.push_back(derived_text(p, {&source}));
   return Value(std::move(out));
 }
 
@@ -59,16 +60,17 @@ bool all_chars(const std::string& s, Pred pred) {
 }
 
 // "{} and {0}" positional fields only.
-std::string python_format(const std::string& fmt, const CallArgs& a) {
-  std::string out;
+Value python_format(const Value& fmt_value, const CallArgs& a) {
+  const std::string& fmt = fmt_value.as_string();
+  TextBuilder out;
   size_t auto_index = 0;
   for (size_t i = 0; i < fmt.size(); ++i) {
     const char c = fmt[i];
     if (c == '{' && i + 1 < fmt.size() && fmt[i + 1] == '{') {
-      out += '{';
+      out.append_substr(fmt_value, i, 1);
       ++i;
     } else if (c == '}' && i + 1 < fmt.size() && fmt[i + 1] == '}') {
-      out += '}';
+      out.append_substr(fmt_value, i, 1);
       ++i;
     } else if (c == '{') {
       const size_t close = fmt.find('}', i);
@@ -85,41 +87,45 @@ std::string python_format(const std::string& fmt, const CallArgs& a) {
         if (v == nullptr) fail("format: unsupported or missing field '{" + field + "}'");
       }
       if (v == nullptr) fail("format: not enough arguments");
-      out += v->to_str();
+      out.append(*v);
+      if (out.size() > kMaxOutputBytes) fail_limit("format result too large");
       i = close;
     } else if (c == '}') {
       fail("format: single '}' encountered");
     } else {
-      out += c;
+      out.append_substr(fmt_value, i, 1);
     }
   }
-  return out;
+  return out.take();
 }
 
-bool string_method(const std::string& s, const std::string& name, const CallArgs& a, Value* r) {
+bool string_method(const Value& sv, const std::string& name, const CallArgs& a, Value* r) {
+  const std::string& s = sv.as_string();
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
-    *r = Value(python_strip(s, opt_string(arg(a, 0, "chars"), "chars"), name != "rstrip", name != "lstrip"));
+    const auto [b, e] =
+        python_strip_bounds(s, opt_string(arg(a, 0, "chars"), "chars"), name != "rstrip", name != "lstrip");
+    *r = sv.substr(b, e - b);
   } else if (name == "split" || name == "rsplit") {
     const std::string* sep = opt_string(arg(a, 0, "sep"), "sep");
     const int64_t maxsplit = opt_int(arg(a, 1, "maxsplit"), -1);
-    *r = strings_to_array(name == "split" ? python_split(s, sep, maxsplit) : python_rsplit(s, sep, maxsplit));
+    *r = strings_to_array(name == "split" ? python_split(s, sep, maxsplit) : python_rsplit(s, sep, maxsplit), sv);
   } else if (name == "splitlines") {
-    *r = strings_to_array(python_splitlines(s));
+    *r = strings_to_array(python_splitlines(s), sv);
   } else if (name == "startswith" || name == "endswith") {
     const Value* affix = arg(a, 0, "prefix");
     if (affix == nullptr) fail(name + "() takes at least 1 argument");
     *r = Value(affix_match(s, *affix, name == "startswith"));
   } else if (name == "upper") {
-    *r = Value(ascii_upper(s));
+    *r = sv.remap(ascii_upper(s));
   } else if (name == "lower") {
-    *r = Value(ascii_lower(s));
+    *r = sv.remap(ascii_lower(s));
   } else if (name == "title") {
-    *r = Value(python_title(s));
+    *r = sv.remap(python_title(s));
   } else if (name == "capitalize") {
-    *r = Value(python_capitalize(s));
+    *r = sv.remap(python_capitalize(s));
   } else if (name == "replace") {
     if (a.args.size() < 2 || !a.args[0].is_string() || !a.args[1].is_string()) fail("replace() needs two strings");
-    *r = Value(python_replace(s, a.args[0].as_string(), a.args[1].as_string(), opt_int(arg(a, 2, "count"), -1)));
+    *r = replace_text(sv, a.args[0].as_string(), a.args[1], opt_int(arg(a, 2, "count"), -1));
   } else if (name == "find" || name == "count") {
     const std::string* sub = opt_string(arg(a, 0, "sub"), "sub");
     if (sub == nullptr) fail(name + "() needs a string");
@@ -137,16 +143,16 @@ bool string_method(const std::string& s, const std::string& name, const CallArgs
     }
   } else if (name == "join") {
     if (a.args.size() != 1) fail("join() takes exactly one argument");
-    std::string out;
+    TextBuilder out;
     bool first = true;
     for (const Value& item : iterate(a.args[0])) {
       if (!item.is_string()) fail(std::string("join() expects strings, found ") + item.type_name());
-      if (!first) out += s;
+      if (!first) out.append(sv);
       first = false;
-      out += item.as_string();
+      out.append(item);
       if (out.size() > kMaxOutputBytes) fail_limit("join result too large");
     }
-    *r = Value(std::move(out));
+    *r = out.take();
   } else if (name == "isdigit") {
     *r = Value(all_chars(s, [](char c) { return c >= '0' && c <= '9'; }));
   } else if (name == "isspace") {
@@ -156,7 +162,7 @@ bool string_method(const std::string& s, const std::string& name, const CallArgs
   } else if (name == "isalnum") {
     *r = Value(all_chars(s, [](char c) { return ((c | 32) >= 'a' && (c | 32) <= 'z') || (c >= '0' && c <= '9'); }));
   } else if (name == "format") {
-    *r = Value(python_format(s, a));
+    *r = python_format(sv, a);
   } else {
     return false;
   }
@@ -166,11 +172,11 @@ bool string_method(const std::string& s, const std::string& name, const CallArgs
 bool dict_method(const Object& o, const std::string& name, const CallArgs& a, Value* r) {
   if (name == "items") {
     Array out;
-    for (const auto& [k, v] : o.items) out.push_back(Value(Array{Value(k), v}));
+    for (const auto& [k, v] : o.items) out.push_back(Value(Array{key_value(o, k), v}));
     *r = Value(std::move(out));
   } else if (name == "keys") {
     Array out;
-    for (const auto& kv : o.items) out.emplace_back(kv.first);
+    for (const auto& kv : o.items) out.push_back(key_value(o, kv.first));
     *r = Value(std::move(out));
   } else if (name == "values") {
     Array out;
@@ -227,6 +233,7 @@ Value make_dict(const CallArgs& a, bool is_namespace) {
   o.is_namespace = is_namespace;
   for (const Value& v : a.args) {
     if (!v.is_object()) fail("expected a dict as positional argument");
+    o.caller_keys = o.caller_keys || v.as_object().caller_keys;
     for (const auto& [k, x] : v.as_object().items) o.set(k, x);
   }
   for (const auto& [k, x] : a.kwargs) o.set(k, x);
@@ -238,7 +245,7 @@ Value make_dict(const CallArgs& a, bool is_namespace) {
 bool call_method(Interpreter& interp, const Value& obj, const std::string& name, const CallArgs& args,
                  Value* result) {
   interp.charge();
-  if (obj.is_string()) return string_method(obj.as_string(), name, args, result);
+  if (obj.is_string()) return string_method(obj, name, args, result);
   if (obj.is_object()) return dict_method(obj.as_object(), name, args, result);
   return false;
 }

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "template/error.h"
+#include "template/text_util.h"
 
 namespace tessera::tmpl {
 
@@ -26,9 +27,9 @@ Value repeat(const Value& seq, int64_t n) {
   if (seq.is_string()) {
     const size_t len = seq.as_string().size();
     if (len != 0 && static_cast<uint64_t>(n) > kMaxOutputBytes / len) fail_limit("string repetition too large");
-    std::string out;
-    for (int64_t i = 0; i < n; ++i) out += seq.as_string();
-    return Value(std::move(out));
+    TextBuilder out;
+    for (int64_t i = 0; i < n; ++i) out.append(seq);
+    return out.take();
   }
   const size_t len = seq.as_array().size();
   if (len != 0 && static_cast<uint64_t>(n) > kMaxItems / len) fail_limit("list repetition too large");
@@ -65,16 +66,21 @@ int compare_values(const Value& a, const Value& b, const std::string& op) {
 
 Value binary_op(const std::string& op, const Value& a, const Value& b) {
   if (op == "~") {
-    std::string s = a.to_str() + b.to_str();
+    TextBuilder s;
+    s.append(a);
+    s.append(b);
     if (s.size() > kMaxOutputBytes) fail_limit("string too large");
-    return Value(std::move(s));
+    return s.take();
   }
   require_defined(a);
   require_defined(b);
   if (op == "+") {
     if (a.is_string() && b.is_string()) {
       if (a.as_string().size() + b.as_string().size() > kMaxOutputBytes) fail_limit("string too large");
-      return Value(a.as_string() + b.as_string());
+      TextBuilder s;
+      s.append(a);
+      s.append(b);
+      return s.take();
     }
     if (a.is_array() && b.is_array()) {
       if (a.as_array().size() + b.as_array().size() > kMaxItems) fail_limit("list too large");
@@ -174,6 +180,28 @@ bool compare_op(const std::string& op, const Value& a, const Value& b) {
 
 std::vector<std::string> utf8_chars(const std::string& s) {
   std::vector<std::string> out;
+  const std::vector<size_t> starts = utf8_char_starts(s);
+  out.reserve(starts.size());
+  for (size_t k = 0; k < starts.size(); ++k) {
+    const size_t end = k + 1 < starts.size() ? starts[k + 1] : s.size();
+    out.push_back(s.substr(starts[k], end - starts[k]));
+  }
+  return out;
+}
+
+Array string_chars(const Value& s) {
+  const std::vector<size_t> starts = utf8_char_starts(s.as_string());
+  Array out;
+  out.reserve(starts.size());
+  for (size_t k = 0; k < starts.size(); ++k) {
+    const size_t end = k + 1 < starts.size() ? starts[k + 1] : s.as_string().size();
+    out.push_back(s.substr(starts[k], end - starts[k]));
+  }
+  return out;
+}
+
+std::vector<size_t> utf8_char_starts(const std::string& s) {
+  std::vector<size_t> out;
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;
@@ -184,10 +212,35 @@ std::vector<std::string> utf8_chars(const std::string& s) {
         break;
       }
     }
-    out.push_back(s.substr(i, len));
+    out.push_back(i);
     i += len;
   }
   return out;
+}
+
+Value key_value(const Object& o, const std::string& key) {
+  return o.caller_keys ? Value::caller_text(key) : Value(key);
+}
+
+Value replace_text(const Value& s, const std::string& from, const Value& to, int64_t count) {
+  const std::string& text = s.as_string();
+  if (from.empty() || (!s.has_caller_text() && !to.has_caller_text())) {
+    return derived_text(python_replace(text, from, to.as_string(), count), {&s, &to});
+  }
+  TextBuilder out;
+  size_t pos = 0;
+  int64_t n = 0;
+  while (count < 0 || n < count) {
+    const size_t hit = text.find(from, pos);
+    if (hit == std::string::npos) break;
+    out.append_substr(s, pos, hit - pos);
+    out.append(to);
+    pos = hit + from.size();
+    ++n;
+    if (out.size() > kMaxOutputBytes) fail_limit("replace result too large");
+  }
+  out.append_substr(s, pos, text.size() - pos);
+  return out.take();
 }
 
 int64_t length_of(const Value& v) {
@@ -210,14 +263,10 @@ Array iterate(const Value& v) {
     case Value::Kind::kArray: return v.as_array();
     case Value::Kind::kObject: {
       Array keys;
-      for (const auto& kv : v.as_object().items) keys.emplace_back(kv.first);
+      for (const auto& kv : v.as_object().items) keys.push_back(key_value(v.as_object(), kv.first));
       return keys;
     }
-    case Value::Kind::kString: {
-      Array chars;
-      for (std::string& c : utf8_chars(v.as_string())) chars.emplace_back(std::move(c));
-      return chars;
-    }
+    case Value::Kind::kString: return string_chars(v);
     default: fail(std::string("'") + v.type_name() + "' object is not iterable");
   }
 }
@@ -243,11 +292,11 @@ Value get_item(const Value& obj, const Value& key) {
       if (i < 0 || i >= n) return Value(Undefined{"list index out of range"});
       return obj.as_array()[static_cast<size_t>(i)];
     }
-    const std::vector<std::string> chars = utf8_chars(obj.as_string());
+    const Array chars = string_chars(obj);
     const int64_t n = static_cast<int64_t>(chars.size());
     if (i < 0) i += n;
     if (i < 0 || i >= n) return Value(Undefined{"string index out of range"});
-    return Value(chars[static_cast<size_t>(i)]);
+    return chars[static_cast<size_t>(i)];
   }
   if (obj.is_undefined()) return Value(Undefined{obj.undefined_hint()});
   if (obj.is_array() || obj.is_string()) {
@@ -267,11 +316,11 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
   const int64_t s = bound(step, "step").value_or(1);
   if (s == 0) fail("slice step cannot be zero");
   if (obj.is_undefined()) return obj;
-  std::vector<std::string> chars;
+  Array chars;
   const Array* items = nullptr;
   int64_t n = 0;
   if (obj.is_string()) {
-    chars = utf8_chars(obj.as_string());
+    chars = string_chars(obj);
     n = static_cast<int64_t>(chars.size());
   } else if (obj.is_array()) {
     items = &obj.as_array();
@@ -293,17 +342,17 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
   };
   const int64_t lo = adjust(b, s < 0 ? n - 1 : 0);
   const int64_t hi = adjust(e, s < 0 ? -1 : n);
-  std::string str_out;
+  TextBuilder str_out;
   Array arr_out;
   for (int64_t i = lo; s > 0 ? i < hi : i > hi; i += s) {
     if (items != nullptr) {
       arr_out.push_back((*items)[static_cast<size_t>(i)]);
     } else {
-      str_out += chars[static_cast<size_t>(i)];
+      str_out.append(chars[static_cast<size_t>(i)]);
     }
   }
   if (items != nullptr) return Value(std::move(arr_out));
-  return Value(std::move(str_out));
+  return str_out.take();
 }
 
 }  // namespace tessera::tmpl

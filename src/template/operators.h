@@ -30,8 +30,18 @@ Value get_attr(const Value& obj, const std::string& name);
 Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step);
 // The UTF-8 code points of `s` (invalid bytes count as one character each).
 std::vector<std::string> utf8_chars(const std::string& s);
+// Where each code point of `s` starts (as utf8_chars counts them).
+std::vector<size_t> utf8_char_starts(const std::string& s);
+// The code points of the string `s` as strings, with their provenance.
+Array string_chars(const Value& s);
+// A key of `o` as a string Value (caller text when o.caller_keys).
+Value key_value(const Object& o, const std::string& key);
 // The Python len() of a string (code points), list or dict; 0 for undefined.
 int64_t length_of(const Value& v);
+// str.replace(from, to[, count]) on the string `s` with provenance: the
+// kept bytes of `s` and each inserted `to` keep theirs (an empty `from`
+// makes all caller text when either string holds any).
+Value replace_text(const Value& s, const std::string& from, const Value& to, int64_t count);
 // Fails with "'<hint>' is undefined" when `v` is undefined.
 void require_defined(const Value& v);
 

@@ -58,6 +58,12 @@ std::string jinja_title(const std::string& s) {
 }
 
 std::string python_strip(const std::string& s, const std::string* chars, bool left, bool right) {
+  const auto [b, e] = python_strip_bounds(s, chars, left, right);
+  return s.substr(b, e - b);
+}
+
+std::pair<size_t, size_t> python_strip_bounds(const std::string& s, const std::string* chars, bool left,
+                                              bool right) {
   auto strip_char = [&](char c) { return chars != nullptr ? chars->find(c) != std::string::npos : is_ws(c); };
   size_t b = 0;
   size_t e = s.size();
@@ -67,7 +73,7 @@ std::string python_strip(const std::string& s, const std::string* chars, bool le
   if (right) {
     while (e > b && strip_char(s[e - 1])) --e;
   }
-  return s.substr(b, e - b);
+  return {b, e};
 }
 
 std::string python_replace(const std::string& s, const std::string& from, const std::string& to, int64_t count) {

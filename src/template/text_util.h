@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera::tmpl {
@@ -19,6 +20,8 @@ std::string python_title(const std::string& s);
 std::string jinja_title(const std::string& s);
 // str.strip/lstrip/rstrip([chars]); `chars` nullptr means whitespace.
 std::string python_strip(const std::string& s, const std::string* chars, bool left, bool right);
+// The [begin, end) byte range python_strip() keeps.
+std::pair<size_t, size_t> python_strip_bounds(const std::string& s, const std::string* chars, bool left, bool right);
 // str.replace(old, new[, count]); count < 0 means all.
 std::string python_replace(const std::string& s, const std::string& from, const std::string& to, int64_t count);
 // str.split([sep[, maxsplit]]); sep nullptr splits on whitespace runs.

@@ -60,6 +60,124 @@ Value::Value(std::shared_ptr<Object> o) {
   v_ = std::move(o);
 }
 
+namespace {
+void repr_into(const Value& v, TextBuilder* b);
+}  // namespace
+
+Value::Value(std::string s, CallerRanges caller) : v_(std::move(s)) {
+  if (!caller.empty()) caller_ = std::make_shared<const CallerRanges>(std::move(caller));
+}
+
+Value Value::caller_text(std::string s) {
+  const size_t n = s.size();
+  if (n == 0) return Value(std::move(s));
+  return Value(std::move(s), CallerRanges{{0, n}});
+}
+
+const CallerRanges& Value::caller_ranges() const {
+  static const CallerRanges kNone;
+  return caller_ ? *caller_ : kNone;
+}
+
+Value Value::substr(size_t pos, size_t n) const {
+  const std::string& s = as_string();
+  pos = std::min(pos, s.size());
+  n = std::min(n, s.size() - pos);
+  TextBuilder b;
+  b.append_substr(*this, pos, n);
+  return b.take();
+}
+
+Value Value::remap(std::string text) const {
+  if (text.size() == as_string().size()) {
+    Value out(std::move(text));
+    out.caller_ = caller_;
+    return out;
+  }
+  return derived_text(std::move(text), {this});
+}
+
+Value Value::text() const {
+  switch (kind()) {
+    case Kind::kString: return *this;
+    case Kind::kUndefined: return Value("");
+    case Kind::kArray:
+    case Kind::kObject: {
+      TextBuilder b;
+      repr_into(*this, &b);
+      return b.take();
+    }
+    default: return Value(repr());
+  }
+}
+
+void TextBuilder::append(const Value& v) {
+  if (v.is_string()) return append_substr(v, 0, v.as_string().size());
+  const Value t = v.text();
+  append_substr(t, 0, t.as_string().size());
+}
+
+void TextBuilder::append_substr(const Value& s, size_t pos, size_t n) {
+  const size_t offset = text_.size();
+  text_.append(s.as_string(), pos, n);
+  for (const CallerRange& r : s.caller_ranges()) {
+    const size_t b = std::max(r.begin, pos);
+    const size_t e = std::min(r.end, pos + n);
+    if (b < e) mark_caller(offset + b - pos, offset + e - pos);
+  }
+}
+
+void TextBuilder::append(std::string_view bytes, bool caller) {
+  const size_t offset = text_.size();
+  text_.append(bytes);
+  if (caller) mark_caller(offset, text_.size());
+}
+
+void TextBuilder::mark_caller(size_t begin, size_t end) {
+  if (begin >= end) return;
+  if (!caller_.empty() && caller_.back().end >= begin) {
+    caller_.back().end = std::max(caller_.back().end, end);
+    return;
+  }
+  caller_.push_back({begin, end});
+}
+
+Value TextBuilder::take() {
+  Value out(std::move(text_), std::move(caller_));
+  text_.clear();
+  caller_.clear();
+  return out;
+}
+
+namespace {
+
+bool holds_caller_text(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kString: return v.has_caller_text();
+    case Value::Kind::kArray:
+      for (const Value& e : v.as_array()) {
+        if (holds_caller_text(e)) return true;
+      }
+      return false;
+    case Value::Kind::kObject:
+      if (v.as_object().caller_keys) return true;
+      for (const auto& kv : v.as_object().items) {
+        if (holds_caller_text(kv.second)) return true;
+      }
+      return false;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+Value derived_text(std::string text, std::initializer_list<const Value*> inputs) {
+  for (const Value* v : inputs) {
+    if (v != nullptr && holds_caller_text(*v)) return Value::caller_text(std::move(text));
+  }
+  return Value(std::move(text));
+}
+
 int Value::depth() const {
   if (is_object() && as_object().is_namespace) return as_object().namespace_depth;
   return depth_;
@@ -183,19 +301,16 @@ std::string Value::to_str() const {
   }
 }
 
-namespace {
-void repr_into(const Value& v, std::string* out);
-}  // namespace
-
 std::string Value::repr() const {
-  std::string out;
-  repr_into(*this, &out);
-  return out;
+  TextBuilder b;
+  repr_into(*this, &b);
+  return std::move(b.raw());
 }
 
 namespace {
 
-void repr_into(const Value& v, std::string* out) {
+void repr_into(const Value& v, TextBuilder* b) {
+  std::string* out = &b->raw();
   if (out->size() > kMaxOutputBytes) fail_limit("rendered value too large");
   switch (v.kind()) {
     case Value::Kind::kUndefined: return;
@@ -203,14 +318,19 @@ void repr_into(const Value& v, std::string* out) {
     case Value::Kind::kBool: *out += v.as_bool() ? "True" : "False"; return;
     case Value::Kind::kInt: *out += std::to_string(v.as_int()); return;
     case Value::Kind::kFloat: *out += format_float(v.as_float()); return;
-    case Value::Kind::kString: *out += repr_string(v.as_string()); return;
+    case Value::Kind::kString: {
+      const size_t start = out->size();
+      *out += repr_string(v.as_string());
+      if (v.has_caller_text()) b->mark_caller(start, out->size());
+      return;
+    }
     case Value::Kind::kArray: {
       *out += "[";
       bool first = true;
       for (const Value& e : v.as_array()) {
         if (!first) *out += ", ";
         first = false;
-        repr_into(e, out);
+        repr_into(e, b);
       }
       *out += "]";
       return;
@@ -221,8 +341,11 @@ void repr_into(const Value& v, std::string* out) {
       for (const auto& [k, e] : v.as_object().items) {
         if (!first) *out += ", ";
         first = false;
-        *out += repr_string(k) + ": ";
-        repr_into(e, out);
+        const size_t start = out->size();
+        *out += repr_string(k);
+        if (v.as_object().caller_keys) b->mark_caller(start, out->size());
+        *out += ": ";
+        repr_into(e, b);
       }
       *out += "}";
       return;
@@ -282,7 +405,7 @@ bool values_equal(const Value& a, const Value& b) {
 namespace {
 
 template <typename Json>
-Value convert(const Json& j, int depth) {
+Value convert(const Json& j, int depth, bool caller) {
   if (depth > kMaxValueDepth) fail_limit("input JSON nested too deeply");
   switch (j.type()) {
     case nlohmann::json::value_t::null: return Value(None{});
@@ -294,17 +417,23 @@ Value convert(const Json& j, int depth) {
       return Value(static_cast<int64_t>(u));
     }
     case nlohmann::json::value_t::number_float: return Value(j.template get<double>());
-    case nlohmann::json::value_t::string: return Value(j.template get_ref<const std::string&>());
+    case nlohmann::json::value_t::string: {
+      const std::string& str = j.template get_ref<const std::string&>();
+      return caller ? Value::caller_text(str) : Value(str);
+    }
     case nlohmann::json::value_t::array: {
       Array a;
       a.reserve(j.size());
-      for (const auto& e : j) a.push_back(convert(e, depth + 1));
+      for (const auto& e : j) a.push_back(convert(e, depth + 1, caller));
       return Value(std::move(a));
     }
     case nlohmann::json::value_t::object: {
       Object o;
+      o.caller_keys = caller;
       o.items.reserve(j.size());
-      for (auto it = j.begin(); it != j.end(); ++it) o.items.emplace_back(it.key(), convert(it.value(), depth + 1));
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        o.items.emplace_back(it.key(), convert(it.value(), depth + 1, caller));
+      }
       return Value(std::move(o));
     }
     default: return Value(None{});  // binary / discarded: not produced by JSON text
@@ -358,7 +487,8 @@ void append_json_string(const std::string& s, bool ensure_ascii, std::string* ou
   *out += '"';
 }
 
-bool dump(const Value& v, const JsonOptions& o, int level, std::string* out, std::string* error) {
+bool dump(const Value& v, const JsonOptions& o, int level, TextBuilder* b, std::string* error) {
+  std::string* out = &b->raw();
   if (out->size() > kMaxOutputBytes) {
     *error = "tojson output too large";
     return false;
@@ -386,7 +516,12 @@ bool dump(const Value& v, const JsonOptions& o, int level, std::string* out, std
       else *out += format_float(f);
       return true;
     }
-    case Value::Kind::kString: append_json_string(v.as_string(), o.ensure_ascii, out); return true;
+    case Value::Kind::kString: {
+      const size_t start = out->size();
+      append_json_string(v.as_string(), o.ensure_ascii, out);
+      if (v.has_caller_text()) b->mark_caller(start, out->size());
+      return true;
+    }
     case Value::Kind::kArray: {
       const Array& a = v.as_array();
       if (a.empty()) {
@@ -397,7 +532,7 @@ bool dump(const Value& v, const JsonOptions& o, int level, std::string* out, std
       for (size_t i = 0; i < a.size(); ++i) {
         if (i > 0) *out += item_sep;
         if (pretty) newline(level + 1);
-        if (!dump(a[i], o, level + 1, out, error)) return false;
+        if (!dump(a[i], o, level + 1, b, error)) return false;
       }
       if (pretty) newline(level);
       *out += ']';
@@ -417,9 +552,11 @@ bool dump(const Value& v, const JsonOptions& o, int level, std::string* out, std
       for (size_t i = 0; i < items.size(); ++i) {
         if (i > 0) *out += item_sep;
         if (pretty) newline(level + 1);
+        const size_t start = out->size();
         append_json_string(items[i]->first, o.ensure_ascii, out);
+        if (v.as_object().caller_keys) b->mark_caller(start, out->size());
         *out += o.key_separator;
-        if (!dump(items[i]->second, o, level + 1, out, error)) return false;
+        if (!dump(items[i]->second, o, level + 1, b, error)) return false;
       }
       if (pretty) newline(level);
       *out += '}';
@@ -437,10 +574,10 @@ bool dump(const Value& v, const JsonOptions& o, int level, std::string* out, std
 
 }  // namespace
 
-Value from_json(const nlohmann::json& j) { return convert(j, 0); }
-Value from_json(const nlohmann::ordered_json& j) { return convert(j, 0); }
+Value from_json(const nlohmann::json& j, bool caller) { return convert(j, 0, caller); }
+Value from_json(const nlohmann::ordered_json& j, bool caller) { return convert(j, 0, caller); }
 
-bool dump_json(const Value& value, const JsonOptions& options, std::string* out, std::string* error) {
+bool dump_json(const Value& value, const JsonOptions& options, TextBuilder* out, std::string* error) {
   return dump(value, options, 0, out, error);
 }
 

@@ -11,11 +11,23 @@
 //
 // Formatting follows Python: to_str() is str(), repr() is repr() (so
 // `{{ [1, 'a'] }}` renders "[1, 'a']" and `{{ none }}` renders "None").
+//
+// Provenance: a string remembers which of its bytes came from the caller
+// (values passed as caller context: message content, tools, ... — see
+// ChatTemplate::render_tagged) rather than from the template's own source
+// (its text and string literals) or trusted variables (bos_token, ...).
+// Concatenation, slicing, indexing, iteration, strip, join, format, replace,
+// repr/tojson and ASCII case mapping keep the exact byte ranges; any other
+// builtin that makes a new string from a string holding caller bytes marks
+// the whole result as caller text (never the other way round). Dict keys
+// from caller JSON are caller text wherever they become strings (Object::
+// caller_keys).
 // Internal to the template library; the public API is chat_template.h.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -34,10 +46,19 @@ struct Node;
 
 using Array = std::vector<Value>;
 
+// Byte range [begin, end) of a string that came from the caller.
+struct CallerRange {
+  size_t begin = 0;
+  size_t end = 0;
+};
+// Sorted, disjoint, non-empty and non-adjacent ranges.
+using CallerRanges = std::vector<CallerRange>;
+
 // A Python dict with string keys that keeps insertion order.
 struct Object {
   std::vector<std::pair<std::string, Value>> items;
   bool is_namespace = false;  // created by namespace(); attributes may be assigned
+  bool caller_keys = false;   // the keys came from the caller (caller JSON, or built from caller strings)
   int namespace_depth = 1;     // nesting depth of a namespace, updated by set_attribute
 
   // The value stored under `key`, or nullptr.
@@ -83,6 +104,10 @@ class Value {
   Value(std::string s) : v_(std::move(s)) {}
   Value(std::string_view s) : v_(std::string(s)) {}
   Value(const char* s) : v_(std::string(s)) {}
+  // A string whose bytes in `caller` came from the caller (ranges within s).
+  Value(std::string s, CallerRanges caller);
+  // A string that came from the caller in full.
+  static Value caller_text(std::string s);
   // Containers: compute the nesting depth from the (immediate) elements and
   // throw TemplateError beyond kMaxValueDepth (src/template/error.h).
   Value(Array a) : Value(std::make_shared<Array>(std::move(a))) {}
@@ -122,6 +147,19 @@ class Value {
   // An int, float or bool as a double.
   double to_double() const;
 
+  // Strings: whether any byte came from the caller, and which.
+  bool has_caller_text() const { return caller_ != nullptr; }
+  const CallerRanges& caller_ranges() const;
+  // For a string: bytes [pos, pos + n) with their provenance.
+  Value substr(size_t pos, size_t n) const;
+  // For a string: `text` (same length, e.g. case-mapped) with this string's
+  // provenance; a text of another length is all caller text if this string
+  // holds any.
+  Value remap(std::string text) const;
+  // Python str() with provenance: strings as they are, containers as their
+  // repr with caller strings and caller keys marked.
+  Value text() const;
+
   // Python truthiness: undefined, none, false, 0, 0.0, "", [] and {} are false.
   bool truthy() const;
   // Python str(): undefined -> "", none -> "None", true -> "True", 1.5 -> "1.5",
@@ -136,9 +174,38 @@ class Value {
   std::variant<Undefined, None, bool, int64_t, double, std::string, std::shared_ptr<Array>,
                std::shared_ptr<Object>, std::shared_ptr<Function>>
       v_;
+  std::shared_ptr<const CallerRanges> caller_;  // strings only; null: no caller bytes
   uint16_t depth_ = 0;
   bool holds_namespace_ = false;
 };
+
+// Builds a string piece by piece, keeping which bytes came from the caller.
+class TextBuilder {
+ public:
+  // v.text(): its bytes and provenance.
+  void append(const Value& v);
+  // Bytes [pos, pos + n) of the string `s` with their provenance.
+  void append_substr(const Value& s, size_t pos, size_t n);
+  // Raw bytes, caller text or not.
+  void append(std::string_view bytes, bool caller);
+  // Marks bytes [begin, end) of what was built as caller text.
+  void mark_caller(size_t begin, size_t end);
+  size_t size() const { return text_.size(); }
+  std::string& raw() { return text_; }
+  const std::string& str() const { return text_; }
+  const CallerRanges& caller() const { return caller_; }
+  // The string built so far (the builder is left empty).
+  Value take();
+
+ private:
+  std::string text_;
+  CallerRanges caller_;
+};
+
+// A new string made from `inputs` by an operation that does not track
+// provenance: all caller text if any input (a string, or anything
+// text() of which holds caller bytes) does.
+Value derived_text(std::string text, std::initializer_list<const Value*> inputs);
 
 // Python ==: numbers compare by value (True == 1), containers element-wise,
 // undefined equals only undefined, functions by identity. Throws
@@ -150,9 +217,10 @@ std::string format_float(double f);
 
 // Converts JSON input into a Value (objects keep the json's key order:
 // sorted for nlohmann::json, insertion order for nlohmann::ordered_json).
+// With `caller`, every string and dict key is caller text.
 // Throws TemplateError for input nested deeper than kMaxValueDepth.
-Value from_json(const nlohmann::json& j);
-Value from_json(const nlohmann::ordered_json& j);
+Value from_json(const nlohmann::json& j, bool caller = false);
+Value from_json(const nlohmann::ordered_json& j, bool caller = false);
 
 // Options of the tojson filter, matching Python's json.dumps as used by
 // transformers (ensure_ascii=False, indent=None, separators=None, sort_keys=False).
@@ -166,9 +234,10 @@ struct JsonOptions {
   bool custom_item_separator = false;
 };
 
-// json.dumps(value) with `options`. Returns false (and sets `error`) for
-// values JSON cannot hold (undefined, functions; NaN is written as NaN like
-// Python) or when the text would exceed kMaxOutputBytes.
-bool dump_json(const Value& value, const JsonOptions& options, std::string* out, std::string* error);
+// json.dumps(value) with `options`, caller strings and keys marked as
+// caller text in `out`. Returns false (and sets `error`) for values JSON
+// cannot hold (undefined, functions; NaN is written as NaN like Python) or
+// when the text would exceed kMaxOutputBytes.
+bool dump_json(const Value& value, const JsonOptions& options, TextBuilder* out, std::string* error);
 
 }  // namespace tessera::tmpl

@@ -125,16 +125,17 @@ const BpeTokenizer::Merge* BpeTokenizer::find_merge(int32_t left, int32_t right)
 }
 
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_special) const {
-  return encode(text, add_special, /*parse_special=*/false);
+  return encode(text, add_special, std::span<const TextRange>());
 }
 
-std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_special,
+                                          std::span<const TextRange> special_ranges) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
   if (add_special && vocab_.add_bos && vocab_.bos_id >= 0) out.push_back(vocab_.bos_id);
   Scratch scratch;
   std::vector<SpecialTokenMatcher::Fragment> fragments;
-  specials_.split(text, parse_special, fragments);
+  specials_.split(text, special_ranges, fragments);
   for (const SpecialTokenMatcher::Fragment& f : fragments) {
     if (f.id >= 0) {
       out.push_back(f.id);

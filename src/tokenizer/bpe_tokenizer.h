@@ -10,10 +10,10 @@
 //     Mistral): every UTF-8 character is an initial symbol; a character that
 //     is not a token becomes its "<0xNN>" byte tokens (or <unk>).
 //
-// encode(text, add_special, parse_special):
+// encode(text, add_special, special_ranges):
 //   1. Split the text at added tokens (SpecialTokenMatcher): user-defined
-//      tokens always, control tokens only with `parse_special`. Each match
-//      is emitted as its id.
+//      tokens always, control tokens only inside `special_ranges`. Each
+//      match is emitted as its id.
 //   2. Each remaining fragment: Normalizer, then PreTokenizer -> pieces.
 //   3. Each piece: when `ignore_merges` and the whole piece is a token, that
 //      token. Otherwise its initial symbols are merged repeatedly, always the
@@ -75,7 +75,9 @@ class BpeTokenizer final : public Tokenizer {
   static Result<std::unique_ptr<BpeTokenizer>> create(Vocabulary vocab, BpeConfig config);
 
   std::vector<int32_t> encode(std::string_view text, bool add_special) const override;
-  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const override;
+  std::vector<int32_t> encode(std::string_view text, bool add_special,
+                              std::span<const TextRange> special_ranges) const override;
+  using Tokenizer::encode;
   std::string token_to_piece(int32_t id) const override;
   std::string decode(const std::vector<int32_t>& ids) const override;
   bool strips_leading_space() const override { return config_.strip_leading_space; }

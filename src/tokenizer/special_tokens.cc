@@ -23,13 +23,23 @@ SpecialTokenMatcher::SpecialTokenMatcher(const Vocabulary& vocab, bool control, 
 }
 
 void SpecialTokenMatcher::split(std::string_view text, bool parse_special, std::vector<Fragment>& out) const {
+  const TextRange all{0, text.size()};
+  split(text, parse_special ? std::span<const TextRange>(&all, 1) : std::span<const TextRange>(), out);
+}
+
+void SpecialTokenMatcher::split(std::string_view text, std::span<const TextRange> control_ranges,
+                                std::vector<Fragment>& out) const {
   size_t start = 0;
   size_t pos = 0;
+  size_t range = 0;  // the first control range that does not end before `pos`
   if (n_tokens_ > 0) {
     while (pos < text.size()) {
+      while (range < control_ranges.size() && control_ranges[range].end <= pos) ++range;
+      const bool in_range = range < control_ranges.size() && control_ranges[range].begin <= pos;
+      const size_t range_end = in_range ? control_ranges[range].end : 0;
       const Entry* match = nullptr;
       for (const Entry& e : by_first_byte_[static_cast<uint8_t>(text[pos])]) {
-        if (e.control && !parse_special) continue;
+        if (e.control && (!in_range || pos + e.text.size() > range_end)) continue;
         if (text.compare(pos, e.text.size(), e.text) == 0) {
           match = &e;
           break;

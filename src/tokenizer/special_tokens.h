@@ -5,13 +5,21 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
 namespace tessera {
 
 struct Vocabulary;
+
+// Bytes [begin, end) of a text.
+struct TextRange {
+  size_t begin = 0;
+  size_t end = 0;
+};
 
 class SpecialTokenMatcher {
  public:
@@ -30,6 +38,10 @@ class SpecialTokenMatcher {
   // empty text fragments). Control tokens match only when `parse_special`;
   // user-defined tokens always.
   void split(std::string_view text, bool parse_special, std::vector<Fragment>& out) const;
+  // As split(), but a control token matches only where it lies wholly inside
+  // one of `control_ranges` (sorted, disjoint ranges of `text`); elsewhere
+  // its spelling is plain text. User-defined tokens match everywhere.
+  void split(std::string_view text, std::span<const TextRange> control_ranges, std::vector<Fragment>& out) const;
 
   bool empty() const { return n_tokens_ == 0; }
 

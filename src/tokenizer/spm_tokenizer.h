@@ -53,6 +53,7 @@ class SpmTokenizer final : public Tokenizer {
   explicit SpmTokenizer(Vocabulary vocab);
 
   std::vector<int32_t> encode(std::string_view text, bool add_special) const override;
+  using Tokenizer::encode;
   std::string token_to_piece(int32_t id) const override;
   std::string decode(const std::vector<int32_t>& ids) const override;
   bool strips_leading_space() const override { return vocab_.add_space_prefix; }

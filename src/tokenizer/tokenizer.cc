@@ -66,9 +66,15 @@ Tokenizer::Tokenizer(Vocabulary vocab) : vocab_(std::move(vocab)) {
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
-  if (!parse_special || control_tokens_.empty()) return encode(text, add_special);
+  const TextRange all{0, text.size()};
+  return encode(text, add_special, parse_special ? std::span<const TextRange>(&all, 1) : std::span<const TextRange>());
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
+                                       std::span<const TextRange> special_ranges) const {
+  if (special_ranges.empty() || control_tokens_.empty()) return encode(text, add_special);
   std::vector<SpecialTokenMatcher::Fragment> fragments;
-  control_tokens_.split(text, /*parse_special=*/true, fragments);
+  control_tokens_.split(text, special_ranges, fragments);
   std::vector<int32_t> out;
   if (add_special && vocab_.add_bos && vocab_.bos_id >= 0) out.push_back(vocab_.bos_id);
   for (const SpecialTokenMatcher::Fragment& f : fragments) {

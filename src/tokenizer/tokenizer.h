@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -120,7 +121,18 @@ class Tokenizer {
   // matched. The default implementation splits the text at control tokens
   // and encodes the pieces in between with encode(piece, false) (so a
   // SentencePiece dummy prefix follows every control token, as in llama.cpp).
-  virtual std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+
+  // As encode(text, add_special), but control tokens written in the text
+  // are matched where they lie wholly inside one of `special_ranges`
+  // (sorted, disjoint byte ranges of `text`: the parts a chat template
+  // wrote); anywhere else their spelling is plain text. The plain text
+  // between matched control tokens is encoded as one piece, whichever
+  // ranges it spans, so marking text as special changes nothing but the
+  // matching. encode(text, add_special, true) is this with one range over
+  // the whole text.
+  virtual std::vector<int32_t> encode(std::string_view text, bool add_special,
+                                      std::span<const TextRange> special_ranges) const;
 
   // The bytes token `id` contributes to the text. SentencePiece: U+2581 ->
   // ' ', byte token "<0xNN>" -> that one byte (possibly part of a multi-byte

@@ -36,9 +36,9 @@ expect_error(1 run -m ${STORIES} --prompt-ids 1,99999)
 # -n past the context is named in the command line's terms.
 expect_error_matching(1 "plus -n 600 exceeds the context length 64 \\(lower -n or raise --ctx-size or --kv-cache-memory\\)"
                       run -m ${STORIES} -p "Once upon a time" -n 600 --ctx-size 64)
-# With --kv-cache-memory the context is the cache's capacity (640 bytes per token: 20 KiB = 32 tokens).
+# With --kv-cache-memory the context is the cache's capacity (f16: 640 bytes per token, 20 KiB = 32 tokens).
 expect_error_matching(1 "plus -n 40 exceeds the context length 32"
-                      run -m ${STORIES} -p "Once upon a time" -n 40 --kv-cache-memory 20KiB)
+                      run -m ${STORIES} -p "Once upon a time" -n 40 --kv-cache-memory 20KiB --kv-cache-dtype f16)
 expect_error(1 run -m ${STORIES} --prompt-ids 1,x)
 expect_error(1 run -m ${STORIES} -p hi --kv-cache-memory 12XB)
 expect_error(1 inspect /nonexistent.gguf)

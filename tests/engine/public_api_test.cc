@@ -76,6 +76,19 @@ TEST(PublicApi, GenerateAndModelFacts) {
   EngineOptions o;
   o.model = path;
   o.ctx_size = 256;
+  {
+    // kv_cache_dtype "auto" (the default): stories260K's weights are f32, so the cache is too.
+    auto f32 = Engine::create(o);
+    ASSERT_TRUE(f32.ok()) << f32.status().to_string();
+    EXPECT_EQ((*f32)->kv_cache_info().dtype, "f32");
+    EXPECT_EQ((*f32)->kv_cache_info().bytes_per_token, 1280u);
+    o.quantize = "q8_0";  // quantized weights: f16
+    auto q8 = Engine::create(o);
+    ASSERT_TRUE(q8.ok()) << q8.status().to_string();
+    EXPECT_EQ((*q8)->kv_cache_info().dtype, "f16");
+    o.quantize.clear();
+  }
+  o.kv_cache_dtype = "f16";
   auto engine = Engine::create(o);
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   Engine& e = **engine;
@@ -88,7 +101,7 @@ TEST(PublicApi, GenerateAndModelFacts) {
   EXPECT_EQ(m.head_dim, 8);
   EXPECT_GT(m.weight_bytes, 0u);
   const KvCacheInfo& kv = e.kv_cache_info();
-  EXPECT_EQ(kv.dtype, "f16");
+  EXPECT_EQ(kv.dtype, "f16");  // asked for below; the default "auto" is checked after
   EXPECT_EQ(kv.bytes_per_token, 640u);  // 2 x 5 layers x 4 kv heads x 8 x 2 bytes
   EXPECT_EQ(kv.capacity_tokens, 256);
   EXPECT_EQ(kv.capacity_tokens, kv.num_blocks * kv.block_size);

@@ -9,14 +9,21 @@
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <iterator>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
 #include <vector>
 
+#include "engine/vocab_impl.h"
 #include "http_test_client.h"
 #include "server/http_server.h"
+#include "template/chat_prompt.h"
 #include "test_support.h"
 
 namespace tessera::server {
@@ -220,7 +227,7 @@ TEST_F(ServerTest, BadRequests) {
   expect_error(post(R"({"prompt":"hi","temperature":"hot"})"), 400, "temperature");
   expect_error(post(R"({"prompt":"hi","temperature":-0.5})"), 400, "temperature");
   expect_error(post(R"({"prompt":"hi","top_p":1.5})"), 400, "top_p");
-  expect_error(post(R"({"prompt":"hi","top_p":0})"), 400, "top_p");
+  expect_error(post(R"({"prompt":"hi","top_p":-0.1})"), 400, "top_p");
   expect_error(post(R"({"prompt":"hi","n":0})"), 400, "n");
   expect_error(post(R"({"prompt":"hi","max_tokens":-1})"), 400, "max_tokens");
   json many = {{"prompt", "hi"}, {"stop", std::vector<std::string>(17, "x")}};
@@ -400,6 +407,348 @@ TEST_F(ServerTest, TokenizeAndDetokenize) {
   auto d = http_request(port, "POST", "/detokenize", json{{"tokens", tj["tokens"]}}.dump());
   ASSERT_EQ(d.status, 200) << d.body;
   EXPECT_EQ(json::parse(d.body)["prompt"], "Once upon a time");
+}
+
+// Issue #17: text in messages, tools and prompts never becomes control
+// tokens. stories260K's vocabulary has <s> = 1 and </s> = 2 as control
+// tokens; the server's ChatML template writes none of them, so the only BOS
+// is the one prepended and no </s> may appear at all.
+TEST_F(ServerTest, CallerTextNeverBecomesControlTokens) {
+  const uint16_t port = start();
+  const Tokenizer& tok = tokenizer_of(*engine_->vocab());
+  ASSERT_EQ(tok.token_type(2), TokenType::kControl);
+  for (const std::string content : {"</s>Once", "Once </s><s> upon", "a time</s>"}) {
+    SCOPED_TRACE(content);
+    const json messages = json::array({{{"role", "system"}, {"content", "<s>"}}, {{"role", "user"}, {"content", content}}});
+    auto t = http_request(port, "POST", "/tokenize", json{{"messages", messages}}.dump());
+    ASSERT_EQ(t.status, 200) << t.body;
+    const auto ids = json::parse(t.body)["tokens"].get<std::vector<int32_t>>();
+    // The same ids as the one function the CLI uses, built independently here.
+    auto tmpl = ChatTemplate::parse(kChatMl);
+    ASSERT_TRUE(tmpl.ok());
+    auto expected = render_chat_tokens(*tmpl, nlohmann::ordered_json(messages), ChatPromptOptions{}, tok);
+    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+    EXPECT_EQ(ids, expected->token_ids);
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 0);
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), 1), 1);
+    EXPECT_EQ(ids.front(), 1);
+    // With the spellings parsed as control tokens, the same text would hold some.
+    const auto parsed = tok.encode(expected->text, true, /*parse_special=*/true);
+    EXPECT_GT(std::count(parsed.begin(), parsed.end(), 2) + std::count(parsed.begin(), parsed.end(), 1), 1);
+    // usage.prompt_tokens counts exactly those ids.
+    auto c = http_request(port, "POST", "/v1/chat/completions",
+                          json{{"messages", messages}, {"max_tokens", 1}, {"temperature", 0}}.dump());
+    ASSERT_EQ(c.status, 200) << c.body;
+    EXPECT_EQ(json::parse(c.body)["usage"]["prompt_tokens"].get<size_t>(), ids.size());
+  }
+  // Completions prompts are plain text after the vocabulary's BOS.
+  for (const std::string prompt : {"</s>Once", "Once </s> upon", "a time</s>"}) {
+    auto t = http_request(port, "POST", "/tokenize", json{{"prompt", prompt}}.dump());
+    ASSERT_EQ(t.status, 200) << t.body;
+    const auto ids = json::parse(t.body)["tokens"].get<std::vector<int32_t>>();
+    EXPECT_EQ(ids, tok.encode(prompt, true));
+    EXPECT_EQ(ids.front(), 1);
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 0);
+    auto c = http_request(port, "POST", "/v1/completions", json{{"prompt", prompt}, {"max_tokens", 1}}.dump());
+    ASSERT_EQ(c.status, 200) << c.body;
+    EXPECT_EQ(json::parse(c.body)["usage"]["prompt_tokens"].get<size_t>(), ids.size());
+  }
+  // Tools reach the template as caller text too.
+  ServerConfig cfg;
+  cfg.chat_template = "{{ tools|tojson }}{% for m in messages %}{{ m.content }}{{ eos_token }}{% endfor %}";
+  server_->stop(std::chrono::milliseconds(0));
+  const uint16_t port2 = start(cfg);
+  const json body = {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})},
+                     {"tools", json::array({{{"type", "function"}, {"function", {{"name", "</s>"}}}}})}};
+  auto t = http_request(port2, "POST", "/tokenize", body.dump());
+  ASSERT_EQ(t.status, 200) << t.body;
+  const auto ids = json::parse(t.body)["tokens"].get<std::vector<int32_t>>();
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 1);  // the template's own eos_token only
+  EXPECT_EQ(ids.back(), 2);
+  expect_error(http_request(port2, "POST", "/tokenize", R"({"messages":[{"role":"user","content":"x"}],"tools":5})"),
+               400, "tools");
+}
+
+TEST_F(ServerTest, HostileChatTemplateIsAClearErrorAtRequestTime) {
+  ServerConfig cfg;
+  cfg.chat_template = "{% for m in messages %}{% for i in range(1000000) %}{% for j in range(1000000) %}"
+                      "{% endfor %}{% endfor %}{% endfor %}";
+  const uint16_t port = start(cfg);
+  auto r = http_request(port, "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}]})");
+  expect_error(r, 400, "messages");
+  EXPECT_NE(r.body.find("chat_template_limit"), std::string::npos) << r.body;
+  EXPECT_EQ(http_request(port, "GET", "/health", "").status, 200);
+}
+
+// The engine's own log_softmax of each prompt token given the ones before
+// it (index i for token i >= 1; index 0 unused), in double precision.
+std::vector<double> engine_prompt_logprobs(Engine& engine, const std::vector<int32_t>& ids, int32_t n_vocab) {
+  std::vector<double> out(ids.size(), 0.0);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  GenerationOptions o;
+  o.max_tokens = 0;
+  o.prompt_logits = true;
+  auto id = engine.submit(ids, o, [&](const RequestEvent& ev) {
+    for (int32_t r = 0; ev.prompt_logits && r < ev.prompt_logits_rows; ++r) {
+      const size_t next = static_cast<size_t>(ev.prompt_logits_begin + r + 1);
+      if (next >= ids.size()) break;
+      const float* row = ev.prompt_logits + static_cast<size_t>(r) * static_cast<size_t>(n_vocab);
+      double mx = row[0];
+      for (int32_t v = 0; v < n_vocab; ++v) mx = std::max(mx, static_cast<double>(row[v]));
+      double z = 0;
+      for (int32_t v = 0; v < n_vocab; ++v) z += std::exp(static_cast<double>(row[v]) - mx);
+      out[next] = static_cast<double>(row[ids[next]]) - mx - std::log(z);
+    }
+    if (!ev.request_finished) return;
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+    cv.notify_all();
+  });
+  EXPECT_TRUE(id.ok());
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return done; });
+  return out;
+}
+
+// Issue #17: echo + logprobs and prompt_logprobs score the prompt with the
+// engine's forward pass (tolerance 1e-4 nats: float logits, the server's
+// float log_softmax against this test's double one).
+TEST_F(ServerTest, EchoAndPromptLogprobsScoreThePrompt) {
+  const uint16_t port = start();
+  const std::string prompt = "Once upon a time, Lily";
+  const std::vector<int32_t> ids = engine_->vocab()->encode(prompt, true);
+  ASSERT_GT(ids.size(), 4u);
+  const std::vector<double> ref = engine_prompt_logprobs(*engine_, ids, engine_->model_info().n_vocab);
+  using ojson = nlohmann::ordered_json;
+
+  // max_tokens 0 + echo: the prompt scored, nothing generated.
+  auto r = http_request(port, "POST", "/v1/completions",
+                        json{{"prompt", prompt}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 3}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  ojson j = ojson::parse(r.body);
+  const ojson& c = j["choices"][0];
+  EXPECT_EQ(c["text"], prompt);
+  EXPECT_EQ(c["finish_reason"], "length");
+  EXPECT_EQ(j["usage"]["completion_tokens"], 0);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], ids.size());
+  const ojson& lp = c["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), ids.size());
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+  for (size_t i = 1; i < ids.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_NEAR(lp["token_logprobs"][i].get<double>(), ref[i], 1e-4);
+    const ojson& top = lp["top_logprobs"][i];
+    EXPECT_LE(top.size(), 3u);
+    EXPECT_GE(top.size(), 2u);  // only tokens with the same text merge
+    double prev = 0;
+    bool first = true;
+    for (auto it = top.begin(); it != top.end(); ++it) {  // descending probability, in the body's order
+      if (!first) {
+        EXPECT_LE(it.value().get<double>(), prev);
+      }
+      prev = it.value().get<double>();
+      first = false;
+    }
+    EXPECT_GE(top.begin().value().get<double>(), lp["token_logprobs"][i].get<double>() - 1e-6);
+  }
+
+  // echo with generation: the prompt, then the engine's greedy continuation.
+  auto g = http_request(port, "POST", "/v1/completions",
+                        json{{"prompt", prompt}, {"max_tokens", 4}, {"echo", true}, {"logprobs", 1},
+                             {"temperature", 0}}.dump());
+  ASSERT_EQ(g.status, 200) << g.body;
+  json gj = json::parse(g.body);
+  EXPECT_EQ(gj["choices"][0]["text"], prompt + engine_greedy(prompt, 4));
+  EXPECT_EQ(gj["choices"][0]["logprobs"]["tokens"].size(), ids.size() + 4);
+  EXPECT_NEAR(gj["choices"][0]["logprobs"]["token_logprobs"][1].get<double>(), ref[1], 1e-4);
+  // Echo without logprobs needs no scoring and allows n > 1.
+  auto e2 = http_request(port, "POST", "/v1/completions",
+                         json{{"prompt", prompt}, {"max_tokens", 2}, {"echo", true}, {"n", 2}}.dump());
+  ASSERT_EQ(e2.status, 200) << e2.body;
+  EXPECT_EQ(json::parse(e2.body)["choices"][1]["text"].get<std::string>().rfind(prompt, 0), 0u);
+
+  // vLLM's prompt_logprobs, without echo: token id -> {logprob, rank, decoded_token}.
+  auto p = http_request(port, "POST", "/v1/completions",
+                        json{{"prompt", ids}, {"max_tokens", 0}, {"prompt_logprobs", 2}}.dump());
+  ASSERT_EQ(p.status, 200) << p.body;
+  ojson pj = ojson::parse(p.body);
+  EXPECT_EQ(pj["choices"][0]["text"], "");
+  const ojson& pl = pj["choices"][0]["prompt_logprobs"];
+  ASSERT_EQ(pl.size(), ids.size());
+  EXPECT_TRUE(pl[0].is_null());
+  for (size_t i = 1; i < ids.size(); ++i) {
+    SCOPED_TRACE(i);
+    const ojson& e = pl[i];
+    ASSERT_TRUE(e.contains(std::to_string(ids[i]))) << e.dump();
+    const ojson& mine = e[std::to_string(ids[i])];
+    EXPECT_NEAR(mine["logprob"].get<double>(), ref[i], 1e-4);
+    EXPECT_GE(mine["rank"].get<int>(), 1);
+    EXPECT_LE(e.size(), 3u);
+    // The chosen entry comes first; the alternatives follow with ranks 1, 2.
+    EXPECT_EQ(e.begin().key(), std::to_string(ids[i]));
+    if (mine["rank"] == 1) {
+      EXPECT_GE(mine["logprob"].get<double>(), std::prev(e.end()).value()["logprob"].get<double>());
+    }
+  }
+
+  // max_tokens 0 without echo generates nothing.
+  auto z = http_request(port, "POST", "/v1/completions", json{{"prompt", prompt}, {"max_tokens", 0}}.dump());
+  ASSERT_EQ(z.status, 200) << z.body;
+  EXPECT_EQ(json::parse(z.body)["choices"][0]["text"], "");
+  EXPECT_EQ(json::parse(z.body)["usage"]["completion_tokens"], 0);
+  // Scoring needs one choice.
+  expect_error(http_request(port, "POST", "/v1/completions",
+                            json{{"prompt", prompt}, {"echo", true}, {"logprobs", 1}, {"n", 2}}.dump()),
+               400, "n");
+  expect_error(http_request(port, "POST", "/v1/completions", json{{"prompt", prompt}, {"prompt_logprobs", 21}}.dump()),
+               400, "prompt_logprobs");
+
+  // Streaming: the echoed prompt (with its logprobs) comes first, then the tokens.
+  auto s = http_request(port, "POST", "/v1/completions",
+                        json{{"prompt", prompt}, {"max_tokens", 3}, {"echo", true}, {"logprobs", 0},
+                             {"temperature", 0}, {"stream", true}}.dump());
+  ASSERT_EQ(s.status, 200);
+  const auto events = sse_data(s.body);
+  ASSERT_GE(events.size(), 3u);
+  json first = json::parse(events[0])["choices"][0];
+  EXPECT_EQ(first["text"], prompt);
+  EXPECT_EQ(first["logprobs"]["tokens"].size(), ids.size());
+  EXPECT_NEAR(first["logprobs"]["token_logprobs"][2].get<double>(), ref[2], 1e-4);
+  std::string streamed;
+  for (size_t i = 0; i + 1 < events.size(); ++i) streamed += json::parse(events[i])["choices"][0]["text"].get<std::string>();
+  EXPECT_EQ(streamed, prompt + engine_greedy(prompt, 3));
+}
+
+// Issue #17: OpenAI's parameter edges.
+TEST_F(ServerTest, SamplingEdgesMeanWhatOpenAiSays) {
+  const uint16_t port = start();
+  auto post = [&](const json& body) { return http_request(port, "POST", "/v1/completions", body.dump()); };
+  const std::string prompt = "Once upon a time";
+  // top_p 0 keeps only the most likely token: the greedy text, whatever the temperature.
+  auto t = post({{"prompt", prompt}, {"max_tokens", 12}, {"top_p", 0}, {"temperature", 1.5}, {"seed", 3}});
+  ASSERT_EQ(t.status, 200) << t.body;
+  EXPECT_EQ(json::parse(t.body)["choices"][0]["text"], engine_greedy(prompt, 12));
+  // Very large temperatures are accepted (near-uniform sampling).
+  for (double temp : {1e6, 1e300}) {
+    auto h = post({{"prompt", prompt}, {"max_tokens", 4}, {"temperature", temp}, {"ignore_eos", true}});
+    ASSERT_EQ(h.status, 200) << h.body;
+    EXPECT_EQ(json::parse(h.body)["usage"]["completion_tokens"], 4);
+  }
+  // seed -1 is "random": two such requests differ, while one fixed seed
+  // (even 2^64 - 1, which -1 would wrap to) repeats. At temperature 5 over
+  // 24 tokens the chance that two random seeds give the same text is far
+  // below 1e-9 (each token has hundreds of likely choices).
+  const json hot = {{"prompt", prompt}, {"max_tokens", 24}, {"temperature", 5}, {"ignore_eos", true}};
+  json fixed = hot;
+  fixed["seed"] = uint64_t{18446744073709551615u};
+  auto f1 = post(fixed), f2 = post(fixed);
+  ASSERT_EQ(f1.status, 200) << f1.body;
+  EXPECT_EQ(json::parse(f1.body)["choices"][0]["text"], json::parse(f2.body)["choices"][0]["text"]);
+  json random = hot;
+  random["seed"] = -1;
+  auto r1 = post(random), r2 = post(random);
+  ASSERT_EQ(r1.status, 200) << r1.body;
+  EXPECT_NE(json::parse(r1.body)["choices"][0]["text"], json::parse(r2.body)["choices"][0]["text"]);
+  EXPECT_NE(json::parse(r1.body)["choices"][0]["text"], json::parse(f1.body)["choices"][0]["text"]);
+
+  // Chat top_logprobs come in descending probability; the chosen token is the entry's own token/logprob.
+  auto c = http_request(port, "POST", "/v1/chat/completions",
+                        json{{"messages", json::array({{{"role", "user"}, {"content", "Tell me a story"}}})},
+                             {"max_tokens", 6}, {"logprobs", true}, {"top_logprobs", 5}, {"seed", 11}}.dump());
+  ASSERT_EQ(c.status, 200) << c.body;
+  for (const json& e : json::parse(c.body)["choices"][0]["logprobs"]["content"]) {
+    const json& top = e["top_logprobs"];
+    ASSERT_EQ(top.size(), 5u);
+    for (size_t k = 1; k < top.size(); ++k) {
+      EXPECT_LE(top[k]["logprob"].get<double>(), top[k - 1]["logprob"].get<double>());
+    }
+    EXPECT_LE(e["logprob"].get<double>(), top[0]["logprob"].get<double>() + 1e-6);
+  }
+}
+
+TEST_F(ServerTest, MaxTokensAgainstTheContext) {
+  const uint16_t port = start();
+  const int64_t ctx = engine_->model_info().context;
+  std::string prompt;
+  while (static_cast<int64_t>(engine_->vocab()->encode(prompt + "Once upon a time ", true).size()) < ctx - 5) {
+    prompt += "Once upon a time ";
+  }
+  const auto n_prompt = static_cast<int64_t>(engine_->vocab()->encode(prompt, true).size());
+  const int64_t room = ctx - n_prompt;
+  ASSERT_GT(room, 0);
+  ASSERT_LT(room, 16);
+  // The default max_tokens (16) is shortened to the room left.
+  auto d = http_request(port, "POST", "/v1/completions", json{{"prompt", prompt}, {"ignore_eos", true}}.dump());
+  ASSERT_EQ(d.status, 200) << d.body;
+  EXPECT_EQ(json::parse(d.body)["usage"]["completion_tokens"], room);
+  // An explicit one that does not fit is a 400 naming both numbers.
+  auto e = http_request(port, "POST", "/v1/completions", json{{"prompt", prompt}, {"max_tokens", 16}}.dump());
+  expect_error(e, 400, "max_tokens");
+  const std::string msg = json::parse(e.body)["error"]["message"];
+  EXPECT_NE(msg.find("max_tokens 16"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::to_string(ctx)), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::to_string(room)), std::string::npos) << msg;
+  EXPECT_EQ(json::parse(e.body)["error"]["code"], "context_length_exceeded");
+  // Exactly the room fits.
+  EXPECT_EQ(http_request(port, "POST", "/v1/completions", json{{"prompt", prompt}, {"max_tokens", room}}.dump()).status,
+            200);
+}
+
+// Sends raw bytes, optionally half-closes, and reads until the server closes.
+std::string raw_exchange(uint16_t port, const std::string& bytes, bool half_close) {
+  namespace asio = boost::asio;
+  asio::io_context ioc;
+  asio::ip::tcp::socket socket(ioc);
+  socket.connect({asio::ip::make_address("127.0.0.1"), port});
+  asio::write(socket, asio::buffer(bytes));
+  boost::system::error_code ec;
+  if (half_close) socket.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  std::string out;
+  char buf[4096];
+  while (true) {
+    const size_t n = socket.read_some(asio::buffer(buf), ec);
+    if (ec) break;
+    out.append(buf, n);
+  }
+  return out;
+}
+
+TEST_F(ServerTest, RequestBodiesGetDefiniteAnswers) {
+  const uint16_t port = start();
+  auto post = [&](const std::string& body, const std::map<std::string, std::string>& headers = {}) {
+    return http_request(port, "POST", "/v1/completions", body, headers);
+  };
+  const std::string ok = R"({"prompt":"hi","max_tokens":1})";
+  expect_error(post(ok, {{"Content-Type", "text/plain"}}), 415);
+  expect_error(post(ok, {{"Content-Type", "application/x-www-form-urlencoded"}}), 415);
+  expect_error(http_request(port, "POST", "/tokenize", R"({"prompt":"hi"})", {{"Content-Type", "text/plain"}}), 415);
+  EXPECT_EQ(post(ok, {{"Content-Type", "application/json; charset=utf-8"}}).status, 200);
+  EXPECT_EQ(post(ok, {{"Content-Type", "Application/JSON"}}).status, 200);
+  auto dup = post(R"({"prompt":"hi","max_tokens":1,"prompt":"again"})");
+  expect_error(dup, 400);
+  EXPECT_NE(dup.body.find("repeats the key 'prompt'"), std::string::npos) << dup.body;
+  expect_error(post(R"({"prompt":"hi","stream_options":{"include_usage":true,"include_usage":false}})"), 400);
+  expect_error(http_request(port, "POST", "/tokenize", R"({"prompt":"a","prompt":"b"})"), 400);
+
+  const std::string head =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+  // A chunked body cut short by a half-close: 400, then the server closes.
+  std::string cut = raw_exchange(port, head + "10\r\n{\"prompt\":\"hi\"", /*half_close=*/true);
+  EXPECT_EQ(cut.rfind("HTTP/1.1 400", 0), 0u) << cut;
+  EXPECT_NE(cut.find("incomplete_body"), std::string::npos) << cut;
+  // A malformed chunk size: 400.
+  std::string bad = raw_exchange(port, head + "zz\r\n{}\r\n0\r\n\r\n", /*half_close=*/false);
+  EXPECT_EQ(bad.rfind("HTTP/1.1 400", 0), 0u) << bad;
+  EXPECT_NE(bad.find("\"error\""), std::string::npos) << bad;
+  // A Content-Length body cut short: 400 as well.
+  std::string shortlen = raw_exchange(
+      port, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"prompt\"", /*half_close=*/true);
+  EXPECT_EQ(shortlen.rfind("HTTP/1.1 400", 0), 0u) << shortlen;
+  // The server keeps serving.
+  EXPECT_EQ(post(ok).status, 200);
 }
 
 TEST_F(ServerTest, KeepAliveAcrossStreamingAndPlainRequests) {

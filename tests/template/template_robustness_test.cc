@@ -2,6 +2,7 @@
 // crash, a hang or unbounded memory.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 
 #include "template/chat_template.h"
@@ -124,6 +125,61 @@ TEST(TemplateRobustness, InvalidUtf8AndBinaryInputDoNotCrash) {
   EXPECT_TRUE(render_status("{{ s|tojson }}{{ s|tojson(ensure_ascii=true) }}", ctx).ok());
   static const char kBinary[] = "{{ '\0' }}\xff{% if true %}\x80{% endif %}";
   EXPECT_EQ(render_status(std::string(kBinary, sizeof(kBinary) - 1)).code(), StatusCode::kOk);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+Status render_with_limit(std::string_view src, int64_t time_limit_ms) {
+  ChatTemplateOptions o;
+  o.render_time_limit_ms = time_limit_ms;
+  auto t = ChatTemplate::parse(src, o);
+  if (!t.ok()) return t.status();
+  auto r = t->render(nlohmann::json::object());
+  return r.ok() ? Status() : r.status();
+}
+
+TEST(TemplateLimits, SlowTemplateStopsAtTheTimeLimit) {
+  // Few evaluation steps, each a 4 MB string operation: only the clock stops it.
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status st = render_with_limit(
+      "{% set s = 'x' * 4000000 %}{% for i in range(100000) %}{% set t = s.replace('x', 'yy') %}{% endfor %}", 100);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("time limit (100 ms)"), std::string::npos) << st.message();
+  EXPECT_LT(ms, 5000) << "the limit must stop the render soon after 100 ms";
+}
+
+TEST(TemplateLimits, LoopIterationsAreCapped) {
+  // (A generous clock, so that only the iteration count can stop these.)
+  const Status st =
+      render_with_limit("{% for i in range(1000) %}{% for j in range(1001) %}{% endfor %}{% endfor %}", 600000);
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("loops exceeded 1000000 iterations"), std::string::npos) << st.message();
+  // Just under the cap renders.
+  const Status under =
+      render_with_limit("{% for i in range(1000) %}{% for j in range(999) %}{% endfor %}{% endfor %}", 600000);
+  EXPECT_TRUE(under.ok()) << under.to_string();
+}
+
+TEST(TemplateLimits, DeepNestingInsideRecursionIsBoundedNotAStackOverflow) {
+  std::string body;
+  for (int i = 0; i < 120; ++i) body += "{% if true %}";
+  body += "{{ f(n - 1) }}";
+  for (int i = 0; i < 120; ++i) body += "{% endif %}";
+  const Status st = render_status("{% macro f(n) %}" + body + "{% endmacro %}{{ f(1000) }}");
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("nested too deeply"), std::string::npos) << st.message();
+}
+
+TEST(TemplateLimits, EveryLimitIsAnErrorFromRenderTaggedToo) {
+  auto t = ChatTemplate::parse("{% for m in messages %}{% for i in range(1000000) %}{{ m }}{% endfor %}{% endfor %}");
+  ASSERT_TRUE(t.ok());
+  auto r = t->render_tagged({{"messages", {std::string(100, 'x')}}}, nlohmann::ordered_json::object());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().to_string();
 }
 
 }  // namespace

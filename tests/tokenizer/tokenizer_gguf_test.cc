@@ -137,3 +137,51 @@ TEST(TokenizerFromGguf, Phi3Eog) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+std::vector<int32_t> cat(std::initializer_list<std::vector<int32_t>> parts) {
+  std::vector<int32_t> out;
+  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+// Tokenizer::encode with special ranges: control tokens match only where they
+// lie wholly inside a range (issue #17: chat templates' spans vs caller text).
+void check_special_ranges(const std::string& relative) {
+  SCOPED_TRACE(relative);
+  const std::string path = testing::shared_path(relative);
+  if (!testing::file_exists(path)) {
+    if (testing::skip_missing_data()) GTEST_SKIP() << "missing " << path;
+    FAIL() << testing::missing_data_message(path);
+  }
+  Result<GgufFile> f = GgufFile::open(path);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  auto tok = Tokenizer::from_gguf(*f);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  const Tokenizer& t = **tok;
+  const int32_t eos = t.eos_id();
+  ASSERT_EQ(t.token_type(eos), TokenType::kControl);
+  const std::string e = t.token_text(eos);
+  const std::string text = e + "a" + e + "b" + e;  // control spellings at the start, middle and end
+  const size_t n = e.size();
+  using R = std::vector<TextRange>;
+  auto enc = [&](const R& ranges) { return t.encode(text, false, std::span<const TextRange>(ranges)); };
+  EXPECT_EQ(enc({}), t.encode(text, false));
+  EXPECT_EQ(enc({{0, text.size()}}), t.encode(text, false, /*parse_special=*/true));
+  // Only the first and the last are template text.
+  EXPECT_EQ(enc({{0, n}, {2 * n + 2, 3 * n + 2}}), cat({{eos}, t.encode("a" + e + "b", false), {eos}}));
+  // Only the middle one.
+  EXPECT_EQ(enc({{n + 1, 2 * n + 1}}), cat({t.encode(e + "a", false), {eos}, t.encode("b" + e, false)}));
+  // A range that covers all but one byte of a spelling matches nothing.
+  EXPECT_EQ(enc({{0, n - 1}, {n + 2, 2 * n + 1}}), t.encode(text, false));
+  // Ranges that split one spelling between them match nothing either.
+  EXPECT_EQ(enc({{0, 1}, {1, n}}), t.encode(text, false));
+}
+
+TEST(TokenizerSpecialRanges, SentencePiece) { check_special_ranges("testdata/tokenizer/ggml-vocab-llama-spm.gguf"); }
+TEST(TokenizerSpecialRanges, ByteLevelBpe) { check_special_ranges("testdata/tokenizer/ggml-vocab-gpt-2.gguf"); }
+
+}  // namespace
+}  // namespace tessera
