@@ -418,7 +418,7 @@ const Kernels& avx2_kernels() {
       .rope = rope_scalar,
       .sum_f32 = sum_f32,
       .quant = &kQuantAvx2,
-      .gemm = nullptr,
+      .gemm = &kGemmAvx2,
       .decode_streams = kDefaultDecodeStreams,
   };
   return k;
