@@ -186,12 +186,15 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
     if (g == nullptr) continue;
     any = true;
     SCOPED_TRACE(isa_label(isa));
+    ASSERT_TRUE(g->q4_k_rows >= 1 && g->q4_k_rows <= g->quant_rows);
+    ASSERT_TRUE(g->q4_k_tokens >= 1 && g->q4_k_tokens <= g->quant_tokens);
     uint32_t seed = 7;
     for (DType t : kTypes) {
       if (!has_tile(*g, t)) continue;  // that type uses the dot products on this ISA
       const std::vector<int64_t> sizes = t == DType::kQ4_K ? std::vector<int64_t>{256, 768, 1024, 1280, 2048}
                                          : is_quant(t)     ? std::vector<int64_t>{32, 96, 512, 544, 992, 2048}
                                                            : std::vector<int64_t>{1, 15, 16, 33, 100, 2048};
+      // Every shape the table dispatches (Q4_K's prefill tile is smaller, its decode tile not).
       const int max_r = is_quant(t) ? g->quant_rows : g->float_rows;
       const int max_t = is_quant(t) ? g->quant_tokens : g->float_tokens;
       for (int64_t n : sizes) {

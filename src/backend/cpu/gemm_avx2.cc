@@ -45,8 +45,15 @@
 namespace tessera::cpu::detail {
 namespace {
 
+// Tile shapes measured on Zen 3 (bench/kernels_bench.cc, docs/quantization.md).
 constexpr int kQuantRows = 4;
 constexpr int kQuantTokens = 4;
+constexpr int kQ4KRows = 2;  // Q4_K prefill: two s16 sums per element
+constexpr int kQ4KTokens = 3;
+// 12 accumulators, 3 weight vectors and the x vector fill the 16 ymm
+// registers (4 x 3 would spill an accumulator into a store-load chain).
+constexpr int kFloatRows = 3;
+constexpr int kFloatTokens = 4;
 
 template <typename T>
 const T* advance(const T* p, int64_t bytes) {
@@ -332,10 +339,76 @@ void tile_quant(const uint8_t* w, int64_t w_stride, const typename Rows::Act* x,
   }
 }
 
+// ---- float weights ----------------------------------------------------------
+
+enum class FloatKind { kF32, kF16, kBF16 };
+
+// Eight weights from p widened to f32: F16 by vcvtph2ps (F16C), BF16 by a
+// 16-bit shift into the high half.
+template <FloatKind K, typename WT>
+TESSERA_INLINE __m256 load_weights8(const WT* p) {
+  if constexpr (K == FloatKind::kF32) {
+    return _mm256_loadu_ps(p);
+  } else if constexpr (K == FloatKind::kF16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  } else {
+    const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+  }
+}
+
+// 8 elements per step into one accumulator per output (the x row is read
+// by the FMA's memory operand, so R × T accumulators and R weight vectors
+// fill the 16 registers), the last n % 8 elements as one step over
+// zero-padded copies, then the fixed-order 8-lane reduction.
+template <FloatKind K, int R, int T, typename WT>
+void tile_float(const WT* w, int64_t w_stride, const float* x, int64_t x_stride, int64_t n, float* y,
+                int64_t y_stride) {
+  const WT* wr[R];
+  const float* xt[T];
+  for (int r = 0; r < R; ++r) wr[r] = advance(w, r * w_stride);
+  for (int t = 0; t < T; ++t) xt[t] = advance(x, t * x_stride);
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  const int64_t n8 = n / 8 * 8;
+  for (int64_t i = 0; i < n8; i += 8) {
+    __m256 wv[R];
+    for (int r = 0; r < R; ++r) wv[r] = load_weights8<K>(wr[r] + i);
+    for (int t = 0; t < T; ++t) {
+      const __m256 xv = _mm256_loadu_ps(xt[t] + i);
+      for (int r = 0; r < R; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
+    }
+  }
+  if (n8 < n) {
+    const auto tail = static_cast<size_t>(n - n8);
+    __m256 wv[R];
+    for (int r = 0; r < R; ++r) {
+      WT buf[8] = {};
+      std::memcpy(buf, wr[r] + n8, tail * sizeof(WT));
+      wv[r] = load_weights8<K>(buf);
+    }
+    for (int t = 0; t < T; ++t) {
+      float buf[8] = {};
+      std::memcpy(buf, xt[t] + n8, tail * sizeof(float));
+      const __m256 xv = _mm256_loadu_ps(buf);
+      for (int r = 0; r < R; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) y[t * y_stride + r] = hsum(acc[r][t]);
+  }
+}
+
 // ---- dispatch on the run-time tile shape ------------------------------------
 
 using QuantFn = void (*)(const uint8_t*, int64_t, const PackedQ8x16Group*, int64_t, int64_t, float*, int64_t);
 using QuantKFn = void (*)(const uint8_t*, int64_t, const PackedQ8KGroup*, int64_t, int64_t, float*, int64_t);
+using FloatFn32 = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t);
+using FloatFn16 = void (*)(const uint16_t*, int64_t, const float*, int64_t, int64_t, float*, int64_t);
 
 template <int R, int T>
 struct Q8Inst {
@@ -358,9 +431,31 @@ struct Q4KInst {
   }
 };
 
+template <int R, int T>
+struct F32Inst {
+  static void run(const float* w, int64_t ws, const float* x, int64_t xs, int64_t n, float* y, int64_t ys) {
+    tile_float<FloatKind::kF32, R, T>(w, ws, x, xs, n, y, ys);
+  }
+};
+template <int R, int T>
+struct F16Inst {
+  static void run(const uint16_t* w, int64_t ws, const float* x, int64_t xs, int64_t n, float* y, int64_t ys) {
+    tile_float<FloatKind::kF16, R, T>(w, ws, x, xs, n, y, ys);
+  }
+};
+template <int R, int T>
+struct BF16Inst {
+  static void run(const uint16_t* w, int64_t ws, const float* x, int64_t xs, int64_t n, float* y, int64_t ys) {
+    tile_float<FloatKind::kBF16, R, T>(w, ws, x, xs, n, y, ys);
+  }
+};
+
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, Q8Inst> kQ8Tiles{};
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, Q4Inst> kQ4Tiles{};
 constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, Q4KInst> kQ4KTiles{};
+constexpr ShapeTable<FloatFn32, kFloatRows, kFloatTokens, F32Inst> kF32Tiles{};
+constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, F16Inst> kF16Tiles{};
+constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, BF16Inst> kBF16Tiles{};
 
 void tile_q8_0(const uint8_t* w, int64_t ws, int rows, const PackedQ8x16Group* x, int64_t xs, int tokens, int64_t n,
                float* y, int64_t ys) {
@@ -375,21 +470,36 @@ void tile_q4_k(const uint8_t* w, int64_t ws, int rows, const PackedQ8KGroup* x, 
   kQ4KTiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
 }
 
+void tile_f32(const float* w, int64_t ws, int rows, const float* x, int64_t xs, int tokens, int64_t n, float* y,
+              int64_t ys) {
+  kF32Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
+}
+void tile_f16(const uint16_t* w, int64_t ws, int rows, const float* x, int64_t xs, int tokens, int64_t n, float* y,
+              int64_t ys) {
+  kF16Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
+}
+void tile_bf16(const uint16_t* w, int64_t ws, int rows, const float* x, int64_t xs, int tokens, int64_t n, float* y,
+               int64_t ys) {
+  kBF16Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
+}
+
 }  // namespace
 
 const GemmKernels kGemmAvx2{
     .quant_rows = kQuantRows,
     .quant_tokens = kQuantTokens,
-    .float_rows = 0,
-    .float_tokens = 0,
+    .float_rows = kFloatRows,
+    .float_tokens = kFloatTokens,
+    .q4_k_rows = kQ4KRows,
+    .q4_k_tokens = kQ4KTokens,
     .pack_q8x16 = pack_q8x16,
     .pack_q8k = pack_q8k,
     .tile_q8_0 = tile_q8_0,
     .tile_q4_0 = tile_q4_0,
     .tile_q4_k = tile_q4_k,
-    .tile_f32 = nullptr,
-    .tile_f16 = nullptr,
-    .tile_bf16 = nullptr,
+    .tile_f32 = tile_f32,
+    .tile_f16 = tile_f16,
+    .tile_bf16 = tile_bf16,
 };
 
 }  // namespace tessera::cpu::detail

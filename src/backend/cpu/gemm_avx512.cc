@@ -347,6 +347,8 @@ const GemmKernels kGemmAvx512{
     .quant_tokens = kQuantTokens,
     .float_rows = kFloatRows,
     .float_tokens = kFloatTokens,
+    .q4_k_rows = kQuantRows,
+    .q4_k_tokens = kQuantTokens,
     .pack_q8x16 = pack_q8x16,
     .pack_q8k = pack_q8k,
     .tile_q8_0 = tile_q8_0,

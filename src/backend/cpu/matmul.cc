@@ -266,8 +266,9 @@ void compute_matrix_rows(const Kernels& k, bool tiled, const MatrixView& w, cons
                                               x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
       case DType::kQ4_K:
-        tiled_rows<uint8_t, PackedQ8KGroup>(g.tile_q4_k, g.quant_rows, g.quant_tokens, wb, w_row_bytes, x.data,
-                                            x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
+        tiled_rows<uint8_t, PackedQ8KGroup>(g.tile_q4_k, n_tokens == 1 ? g.quant_rows : g.q4_k_rows, g.q4_k_tokens, wb,
+                                            w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1,
+                                            k.decode_streams);
         return;
       case DType::kF32:
         tiled_rows<float, float>(g.tile_f32, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols,
