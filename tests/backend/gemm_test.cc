@@ -186,11 +186,15 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
     if (g == nullptr) continue;
     any = true;
     SCOPED_TRACE(isa_label(isa));
+    ASSERT_TRUE(g->q4_k_rows >= 1 && g->q4_k_rows <= g->quant_rows);
+    ASSERT_TRUE(g->q4_k_tokens >= 1 && g->q4_k_tokens <= g->quant_tokens);
     uint32_t seed = 7;
     for (DType t : kTypes) {
+      if (!has_tile(*g, t)) continue;  // that type uses the dot products on this ISA
       const std::vector<int64_t> sizes = t == DType::kQ4_K ? std::vector<int64_t>{256, 768, 1024, 1280, 2048}
                                          : is_quant(t)     ? std::vector<int64_t>{32, 96, 512, 544, 992, 2048}
                                                            : std::vector<int64_t>{1, 15, 16, 33, 100, 2048};
+      // Every shape the table dispatches (Q4_K's prefill tile is smaller, its decode tile not).
       const int max_r = is_quant(t) ? g->quant_rows : g->float_rows;
       const int max_t = is_quant(t) ? g->quant_tokens : g->float_tokens;
       for (int64_t n : sizes) {
@@ -247,6 +251,86 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
     }
   }
   if (!any) GTEST_SKIP() << "no ISA with tile kernels on this CPU";
+}
+
+// The integer products at the ends of their ranges (weight quants 0 / 15 for
+// Q4_0, -128 / 127 for Q8_0; activations ±127, 0), with unit scales so that
+// every output is an exact integer in f32 (|y| < 2^24): a saturated or
+// wrapped 16-bit pair sum (the AVX2 vpmaddubsw path) would change the
+// result by a multiple of 2^15. Rows of 512 and 544 elements (a short last
+// group); every tile shape.
+TEST(Gemm, ExtremeQuantsGiveExactIntegerSums) {
+  bool any = false;
+  for (Isa isa : supported_isas()) {
+    const GemmKernels* g = kernels_for(isa).gemm;
+    if (g == nullptr) continue;
+    SCOPED_TRACE(isa_label(isa));
+    for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
+      if (!has_tile(*g, t)) continue;
+      any = true;
+      for (int64_t n : {512, 544}) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(n));
+        const int64_t rows = 2 * g->quant_rows + 1, tokens = 2 * g->quant_tokens + 1, nb = n / kQuantBlockElems;
+        Problem p{t, rows, tokens, n, {}, {}, {}, {}, dtype_row_bytes(t, n)};
+        std::vector<uint8_t> gguf(p.w_row_bytes * static_cast<size_t>(rows));
+        std::vector<int32_t> wq(static_cast<size_t>(rows * n));  // the weights' integer values
+        const uint16_t one = fp32_to_fp16(1.0f);
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t b = 0; b < nb; ++b) {
+            uint8_t* blk = gguf.data() + static_cast<size_t>(r) * p.w_row_bytes + b * dtype_block_bytes(t);
+            std::memcpy(blk, &one, 2);
+            for (int e = 0; e < 32; ++e) {
+              // Mostly the extremes, in runs that line up with activations of either sign.
+              const bool high = ((r + b + e / 8) & 1) == 0;
+              int32_t v;
+              if (t == DType::kQ8_0) {
+                v = high ? 127 : -128;
+                if ((e + r) % 11 == 0) v = -127;
+                blk[2 + e] = static_cast<uint8_t>(static_cast<int8_t>(v));
+              } else {
+                const int u = high ? 15 : 0;
+                v = u - 8;
+                uint8_t& byte = blk[2 + e % 16];
+                byte = e < 16 ? static_cast<uint8_t>((byte & 0xf0) | u) : static_cast<uint8_t>((byte & 0x0f) | u << 4);
+              }
+              wq[static_cast<size_t>(r * n + b * 32 + e)] = v;
+            }
+          }
+        }
+        p.w.resize(gguf.size());
+        repack_rows_x16(t, gguf.data(), p.w.data(), rows, n);
+        // Activations ±127 (and some zeros) with amax 127 in every block: Q8_0 scale 1, quants = values.
+        p.x.resize(static_cast<size_t>(tokens * n));
+        for (int64_t k = 0; k < tokens; ++k) {
+          for (int64_t i = 0; i < n; ++i) {
+            float v = ((k + i / 8) & 1) == 0 ? 127.0f : -127.0f;
+            if (i % 32 != 0 && (i + k) % 13 == 0) v = 0.0f;
+            p.x[static_cast<size_t>(k * n + i)] = v;
+          }
+        }
+        const Activations a = make_activations(*g, p);
+        const std::vector<float> one_tile = run_with_shape(*g, p, a, 1, 1);
+        for (int64_t k = 0; k < tokens; ++k) {
+          for (int64_t r = 0; r < rows; ++r) {
+            int64_t want = 0;
+            for (int64_t i = 0; i < n; ++i) {
+              want += int64_t{wq[static_cast<size_t>(r * n + i)]} *
+                      static_cast<int64_t>(p.x[static_cast<size_t>(k * n + i)]);
+            }
+            ASSERT_EQ(one_tile[static_cast<size_t>(k * rows + r)], static_cast<float>(want)) << "r=" << r << " t=" << k;
+          }
+        }
+        for (int tr = 1; tr <= g->quant_rows; ++tr) {
+          for (int tt = 1; tt <= g->quant_tokens; ++tt) {
+            const std::vector<float> y = run_with_shape(*g, p, a, tr, tt);
+            ASSERT_EQ(0, std::memcmp(y.data(), one_tile.data(), y.size() * sizeof(float)))
+                << "tile " << tr << "x" << tt;
+          }
+        }
+      }
+    }
+  }
+  if (!any) GTEST_SKIP() << "no ISA with quantized tile kernels on this CPU";
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Register-tiled weight × activation products (the micro-kernels of matmul),
-// for the ISAs where they pay off (AVX-512 with VNNI; gemm_avx512.cc).
+// one set per SIMD path: AVX-512 with VNNI (gemm_avx512.cc) and AVX2 + FMA +
+// F16C (gemm_avx2.cc).
 //
 // A tile kernel computes y[t, r] = W[r, :] · X[t, :] for up to `max_rows`
 // consecutive weight rows and `max_tokens` activation rows at once, so that
@@ -80,6 +81,11 @@ struct GemmKernels {
   // is allowed and gives bit-identical elements).
   int quant_rows, quant_tokens;
   int float_rows, float_tokens;
+  // Q4_K's prefill tile, at most quant_rows × quant_tokens (it keeps two
+  // integer sums per element, so a smaller tile may fit the registers
+  // better); decode takes Q4_K tiles of up to quant_rows rows as for the
+  // other quantized types.
+  int q4_k_rows, q4_k_tokens;
 
   // x[n] f32 -> out[packed_q8x16_row_bytes(n)], 64-byte aligned; n % 32 == 0;
   // offset: kQ8Offset for Q8_0 weights, kQ4Offset for Q4_0.
@@ -108,5 +114,27 @@ struct GemmKernels {
   void (*tile_bf16)(const uint16_t* w, int64_t w_stride, int rows, const float* x, int64_t x_stride, int tokens,
                     int64_t n, float* y, int64_t y_stride);
 };
+
+// Whether g has a tile kernel for weights of type t. A set may leave an
+// entry null: matmul then computes that type with the dot products, and
+// prepare_matrix keeps its GGUF layout.
+inline bool has_tile(const GemmKernels& g, DType t) {
+  switch (t) {
+    case DType::kQ8_0:
+      return g.tile_q8_0 != nullptr;
+    case DType::kQ4_0:
+      return g.tile_q4_0 != nullptr;
+    case DType::kQ4_K:
+      return g.tile_q4_k != nullptr;
+    case DType::kF32:
+      return g.tile_f32 != nullptr;
+    case DType::kF16:
+      return g.tile_f16 != nullptr;
+    case DType::kBF16:
+      return g.tile_bf16 != nullptr;
+    default:
+      return false;
+  }
+}
 
 }  // namespace tessera::cpu

@@ -14,9 +14,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/gemm_pack.h"
+#include "backend/cpu/gemm_shape_table.h"
 #include "backend/cpu/kernels_internal.h"
 #include "backend/cpu/weight_layout.h"
 
@@ -36,24 +37,10 @@ const T* advance(const T* p, int64_t bytes) {
 // ---- activation packing ---------------------------------------------------
 
 void pack_q8x16(const float* x, PackedQ8x16Group* out, int64_t n, int32_t offset) {
-  const int64_t nb = n / kQuantBlockElems;
-  const int64_t groups = (nb + kX16Blocks - 1) / kX16Blocks;
-  BlockQ8_0 blk[kX16Blocks];
-  for (int64_t g = 0; g < groups; ++g) {
-    const int have = static_cast<int>(std::min<int64_t>(kX16Blocks, nb - g * kX16Blocks));
-    avx512_kernels().quantize_row_q8_0(x + g * kX16Blocks * kQuantBlockElems, blk, int64_t{have} * kQuantBlockElems);
-    PackedQ8x16Group& p = out[g];
-    std::memset(&p, 0, sizeof(p));
-    for (int b = 0; b < have; ++b) {
-      int32_t sum = 0;
-      for (int k = 0; k < 8; ++k) {
-        std::memcpy(&p.q[k][4 * b], blk[b].qs + 4 * k, 4);
-        for (int i = 0; i < 4; ++i) sum += blk[b].qs[4 * k + i];
-      }
-      p.d[b] = _cvtsh_ss(blk[b].d);
-      p.offset_sum[b] = -offset * sum;
-    }
-  }
+  pack_q8x16_with(avx512_kernels().quantize_row_q8_0, x, out, n, offset);
+}
+void pack_q8k(const float* x, PackedQ8KGroup* out, int64_t n) {
+  pack_q8k_with(avx512_kernels().quant->quantize_row_q8_k, x, out, n);
 }
 
 // ---- quantized weights (x16 layout, weight_layout.h) ------------------------
@@ -158,33 +145,6 @@ void tile_quant(const uint8_t* w, int64_t w_stride, const typename Rows::Act* x,
 }
 
 // ---- Q4_K (x16 layout: groups of 4 super-blocks, lanes = 64-element chunks) ----
-
-void pack_q8k(const float* x, PackedQ8KGroup* out, int64_t n) {
-  const int64_t nb = n / kSuperBlockElems;
-  const int64_t groups = (nb + kX16SuperBlocks - 1) / kX16SuperBlocks;
-  BlockQ8_K blk[kX16SuperBlocks];
-  for (int64_t g = 0; g < groups; ++g) {
-    const int have = static_cast<int>(std::min<int64_t>(kX16SuperBlocks, nb - g * kX16SuperBlocks));
-    avx512_kernels().quant->quantize_row_q8_k(x + g * kX16SuperBlocks * kSuperBlockElems, blk,
-                                              int64_t{have} * kSuperBlockElems);
-    PackedQ8KGroup& p = out[g];
-    std::memset(&p, 0, sizeof(p));
-    for (int s = 0; s < have; ++s) {
-      for (int c = 0; c < 4; ++c) {
-        const int lane = 4 * s + c;
-        const int8_t* q = blk[s].qs + 64 * c;
-        for (int k = 0; k < 8; ++k) {
-          std::memcpy(&p.lo[k][4 * lane], q + 4 * k, 4);
-          std::memcpy(&p.hi[k][4 * lane], q + 32 + 4 * k, 4);
-        }
-        const int16_t* bs = blk[s].bsums + 4 * c;  // sums of 16 quants each
-        p.d[lane] = blk[s].d;
-        p.sum_lo[lane] = static_cast<float>(bs[0] + bs[1]);
-        p.sum_hi[lane] = static_cast<float>(bs[2] + bs[3]);
-      }
-    }
-  }
-}
 
 // One row's group of `blocks` super-blocks: per lane the sub-block scale
 // factors d·sc (even / odd sub-block) and dmin·m, and the 8 quant words.
@@ -304,27 +264,6 @@ void tile_float(const WT* w, int64_t w_stride, const float* x, int64_t x_stride,
 
 // ---- dispatch on the run-time tile shape ------------------------------------
 
-// table[r - 1][t - 1] = Fn instantiated for (r, t).
-template <typename Fn, int R, int T, template <int, int> class Inst>
-struct ShapeTable {
-  Fn fn[R][T];
-  constexpr ShapeTable() : fn{} { fill<1>(); }
-  template <int r>
-  constexpr void fill() {
-    if constexpr (r <= R) {
-      fill_t<r, 1>();
-      fill<r + 1>();
-    }
-  }
-  template <int r, int t>
-  constexpr void fill_t() {
-    if constexpr (t <= T) {
-      fn[r - 1][t - 1] = &Inst<r, t>::run;
-      fill_t<r, t + 1>();
-    }
-  }
-};
-
 using QuantFn = void (*)(const uint8_t*, int64_t, const PackedQ8x16Group*, int64_t, int64_t, float*, int64_t);
 using QuantKFn = void (*)(const uint8_t*, int64_t, const PackedQ8KGroup*, int64_t, int64_t, float*, int64_t);
 using FloatFn32 = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t);
@@ -408,6 +347,8 @@ const GemmKernels kGemmAvx512{
     .quant_tokens = kQuantTokens,
     .float_rows = kFloatRows,
     .float_tokens = kFloatTokens,
+    .q4_k_rows = kQuantRows,
+    .q4_k_tokens = kQuantTokens,
     .pack_q8x16 = pack_q8x16,
     .pack_q8k = pack_q8k,
     .tile_q8_0 = tile_q8_0,

@@ -4,6 +4,7 @@
 // for baseline code.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "backend/cpu/kernels_internal.h"
@@ -269,6 +270,114 @@ void axpy_f16(float a, const uint16_t* v, float* y, int64_t n) {
   for (; i < n; ++i) y[i] += a * half_to_float(v[i]);
 }
 
+// Heads h0..h0+H-1 of attn_pv_f16 over elements [i0, i0 + 8 * C): H x C
+// accumulators stay in registers over all n positions; per element the same
+// FMA in the same order as axpy_f16's vector part.
+template <int H, int C>
+void attn_pv_chunk(const float* p, int64_t p_stride, const uint16_t* v, int64_t v_stride, int n, float* out,
+                   int64_t out_stride, int64_t i0) {
+  __m256 acc[H][C];
+  for (int h = 0; h < H; ++h) {
+    for (int c = 0; c < C; ++c) acc[h][c] = _mm256_loadu_ps(out + h * out_stride + i0 + 8 * c);
+  }
+  const auto* vrow = reinterpret_cast<const char*>(v);
+  for (int j = 0; j < n; ++j, vrow += v_stride) {
+    __m256 vv[C];
+    for (int c = 0; c < C; ++c) vv[c] = load_f16(reinterpret_cast<const uint16_t*>(vrow) + i0 + 8 * c);
+    for (int h = 0; h < H; ++h) {
+      const __m256 ph = _mm256_set1_ps(p[h * p_stride + j]);
+      for (int c = 0; c < C; ++c) acc[h][c] = _mm256_fmadd_ps(ph, vv[c], acc[h][c]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int h = 0; h < H; ++h) {
+#pragma GCC unroll 2
+    for (int c = 0; c < C; ++c) _mm256_storeu_ps(out + h * out_stride + i0 + 8 * c, acc[h][c]);
+  }
+}
+
+template <int H>
+void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t v_stride, int n, float* out,
+                   int64_t out_stride, int64_t hd) {
+  const int64_t n8 = hd / 8 * 8;
+  int64_t i = 0;
+  for (; i + 16 <= n8; i += 16) attn_pv_chunk<H, 2>(p, p_stride, v, v_stride, n, out, out_stride, i);
+  if (i < n8) attn_pv_chunk<H, 1>(p, p_stride, v, v_stride, n, out, out_stride, i);
+  // axpy_f16's scalar tail, the same expression per element and position.
+  for (int h = 0; h < H; ++h) {
+    float* y = out + h * out_stride;
+    const auto* vrow = reinterpret_cast<const char*>(v);
+    for (int j = 0; j < n; ++j, vrow += v_stride) {
+      const float a = p[h * p_stride + j];
+      const auto* vj = reinterpret_cast<const uint16_t*>(vrow);
+      for (int64_t e = n8; e < hd; ++e) y[e] += a * half_to_float(vj[e]);
+    }
+  }
+}
+
+void attn_pv_f16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
+                 int64_t out_stride, int64_t hd) {
+  int h = 0;
+  for (; h + 4 <= heads; h += 4)
+    attn_pv_heads<4>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+  switch (heads - h) {
+    case 3:
+      return attn_pv_heads<3>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+    case 2:
+      return attn_pv_heads<2>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+    case 1:
+      return attn_pv_heads<1>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+    default:
+      return;
+  }
+}
+
+// Lane j of the result = the sum of a[j]'s 8 lanes (a transposed hadd tree:
+// 7 adds for 8 sums instead of 8 separate reductions).
+__m256 reduce8(const __m256 (&a)[8]) {
+  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
+  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
+                 int64_t s_stride) {
+  // The n keys (and q) as f32, zero-padded to 16 keys x a multiple of 8 elements.
+  alignas(32) float kf[kAttnKeys][kAttnMaxHeadDim];
+  alignas(32) float qf[kAttnMaxHeadDim];
+  const int64_t chunks = (hd + 7) / 8;
+  const int64_t n8 = hd / 8 * 8;
+  for (int j = 0; j < kAttnKeys; ++j) {
+    if (j >= n) {
+      for (int64_t c = 0; c < chunks; ++c) _mm256_store_ps(kf[j] + 8 * c, _mm256_setzero_ps());
+      continue;
+    }
+    const auto* row = reinterpret_cast<const uint16_t*>(reinterpret_cast<const char*>(k) + j * k_stride);
+    int64_t i = 0;
+    for (; i < n8; i += 8) _mm256_store_ps(kf[j] + i, load_f16(row + i));
+    for (; i < 8 * chunks; ++i) kf[j][i] = i < hd ? half_to_float(row[i]) : 0.0f;
+  }
+  const int groups = (n + 7) / 8;
+  for (int h = 0; h < heads; ++h) {
+    const float* qh = q + h * hd;
+    for (int64_t i = 0; i < 8 * chunks; ++i) qf[i] = i < hd ? qh[i] : 0.0f;
+    for (int g8 = 0; g8 < groups; ++g8) {
+      __m256 acc[8];
+      for (auto& a : acc) a = _mm256_setzero_ps();
+      for (int64_t c = 0; c < chunks; ++c) {
+        const __m256 qv = _mm256_load_ps(qf + 8 * c);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(qv, _mm256_load_ps(kf[8 * g8 + j] + 8 * c), acc[j]);
+      }
+      alignas(32) float out[8];
+      _mm256_store_ps(out, reduce8(acc));
+      const int keep = std::min(8, n - 8 * g8);
+      for (int j = 0; j < keep; ++j) s[h * s_stride + 8 * g8 + j] = out[j];
+    }
+  }
+}
+
 void scale(float* y, float a, int64_t n) {
   const __m256 va = _mm256_set1_ps(a);
   int64_t i = 0;
@@ -407,8 +516,8 @@ const Kernels& avx2_kernels() {
       .dot_rows_q4_0 = dot_rows_q4_0,
       .quantize_row_q8_0 = quantize_row_q8_0,
       .axpy_f16 = axpy_f16,
-      .attn_pv_f16 = nullptr,
-      .attn_qk_f16 = nullptr,
+      .attn_pv_f16 = attn_pv_f16,
+      .attn_qk_f16 = attn_qk_f16,
       .scale = scale,
       .f32_to_f16_row = f32_to_f16_row,
       .rmsnorm = rmsnorm,
@@ -418,7 +527,7 @@ const Kernels& avx2_kernels() {
       .rope = rope_scalar,
       .sum_f32 = sum_f32,
       .quant = &kQuantAvx2,
-      .gemm = nullptr,
+      .gemm = &kGemmAvx2,
       .decode_streams = kDefaultDecodeStreams,
   };
   return k;

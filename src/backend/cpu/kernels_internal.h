@@ -19,8 +19,9 @@ const Kernels& avx512_kernels();
 extern const QuantKernels kQuantScalar;
 extern const QuantKernels kQuantAvx2;
 extern const QuantKernels kQuantAvx512;
-// Tile kernels of the AVX-512 table (gemm_avx512.cc).
+// Tile kernels of the AVX-512 and AVX2 tables (gemm_avx512.cc, gemm_avx2.cc).
 extern const GemmKernels kGemmAvx512;
+extern const GemmKernels kGemmAvx2;
 // The Q8_K activation quantizer every table uses (kernels_quant_scalar.cc).
 void quantize_row_q8_k_scalar(const float* x, BlockQ8_K* y, int64_t n);
 

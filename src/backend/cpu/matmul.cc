@@ -155,11 +155,12 @@ void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, const uint8_t* w, s
   }
 }
 
-// Float weights in any layout; Q8_0 / Q4_0 / Q4_K once prepare_matrix has put them
-// in the x16 layout (a kernel table without tile kernels reads GGUF rows).
-bool has_tile_kernel(const MatrixView& w) {
+// Float weights in any layout where the set has their tile; Q8_0 / Q4_0 / Q4_K
+// once prepare_matrix has put them in the x16 layout (a kernel table without
+// tile kernels reads GGUF rows).
+bool has_tile_kernel(const GemmKernels& g, const MatrixView& w) {
   if (w.layout == WeightLayout::kX16) return true;
-  return w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16;
+  return (w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16) && has_tile(g, w.dtype);
 }
 
 // Chunks per thread for dynamic scheduling (for_row_chunks).
@@ -265,8 +266,9 @@ void compute_matrix_rows(const Kernels& k, bool tiled, const MatrixView& w, cons
                                               x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
       case DType::kQ4_K:
-        tiled_rows<uint8_t, PackedQ8KGroup>(g.tile_q4_k, g.quant_rows, g.quant_tokens, wb, w_row_bytes, x.data,
-                                            x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
+        tiled_rows<uint8_t, PackedQ8KGroup>(g.tile_q4_k, n_tokens == 1 ? g.quant_rows : g.q4_k_rows, g.q4_k_tokens, wb,
+                                            w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1,
+                                            k.decode_streams);
         return;
       case DType::kF32:
         tiled_rows<float, float>(g.tile_f32, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols,
@@ -362,7 +364,7 @@ void matmul_multi(ThreadPool& pool, const Kernels& k, std::span<const MatmulTarg
   TESSERA_CHECK(w0.dtype != DType::kQ8_K);  // an activation format, never a weight
   TESSERA_CHECK(dtype_vec_dot_type(w0.dtype) == DType::kF32 || w0.cols % dtype_block_elems(w0.dtype) == 0);
   TESSERA_CHECK(w0.layout == WeightLayout::kGguf || k.gemm != nullptr);  // x16 rows need the tile kernels
-  const bool tiled = k.gemm != nullptr && has_tile_kernel(w0);
+  const bool tiled = k.gemm != nullptr && has_tile_kernel(*k.gemm, w0);
   const Activations act = prepare_activations(pool, k, w0.dtype, tiled, x, n_tokens, w0.cols, scratch);
   int64_t total = 0;
   for (const MatmulTarget& t : targets) total += std::max<int64_t>(0, t.w.rows);

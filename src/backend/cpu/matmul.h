@@ -3,7 +3,7 @@
 //
 // Batch invariance: every output y[t, r] is computed by one fixed
 // instruction sequence over W row r and activation row t, whatever else is
-// in the batch. Where the kernel table has tile kernels (k.gemm, AVX-512),
+// in the batch. Where the kernel table has tile kernels (k.gemm: AVX-512, AVX2),
 // that is the tile kernel's per-element sequence (gemm.h: an element gives
 // the same bits in a 1 x 1 tile as in a full one); elsewhere it is one call
 // of the table's dot product, with row groups (dot_rows_*) bit-identical to

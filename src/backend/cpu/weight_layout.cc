@@ -123,7 +123,10 @@ void unpack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, in
 
 MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& pool,
                           std::vector<std::vector<uint8_t>>& storage) {
-  if (k.gemm == nullptr || w.layout != WeightLayout::kGguf || !has_x16_layout(w.dtype) || w.rows <= 0) return w;
+  if (k.gemm == nullptr || w.layout != WeightLayout::kGguf || !has_x16_layout(w.dtype) || !has_tile(*k.gemm, w.dtype) ||
+      w.rows <= 0) {
+    return w;
+  }
   const size_t row_bytes = dtype_row_bytes(w.dtype, w.cols);
   std::vector<uint8_t>& copy = storage.emplace_back(row_bytes * static_cast<size_t>(w.rows));
   const auto* src = static_cast<const uint8_t*>(w.data);

@@ -1,7 +1,8 @@
 // Weight layouts. Matrices come as GGUF stores them: row-major, each row a
-// run of blocks, each block its f16 scale then its quants. The AVX-512 VNNI
-// tile kernels (gemm.h) read Q4_0 and Q8_0 rows in an interleaved layout
-// instead, made once when a Transformer is built (prepare_matrix):
+// run of blocks, each block its f16 scale then its quants. The tile kernels
+// (gemm.h: AVX-512 VNNI and AVX2) read Q4_0, Q8_0 and Q4_K rows in an
+// interleaved layout instead, made once when a Transformer is built
+// (prepare_matrix):
 //
 //   x16: each row's blocks in groups of 16 (the last group of a row may hold
 //   g < 16). A group of g blocks of B bytes keeps the g * B bytes it had:
@@ -26,7 +27,10 @@
 // the GGUF layout, plus the shuffles to gather them): ~1.5x the kernel's
 // compute ceiling, which is what decode needs once DRAM delivers more than
 // ~45 GB/s (docs/quantization.md). The idea is the one behind llama.cpp's
-// repacked "Q4_0_8x8" CPU layouts; this layout is our own.
+// repacked "Q4_0_8x8" CPU layouts; this layout is our own. The AVX2 kernels
+// read the same layout as two 32-byte halves (word k of blocks 0..7, then of
+// blocks 8..15): each half is an 8-lane interleave of its own, so AVX2 needs
+// no second layout.
 //
 // A row's size in bytes does not change, so row ranges of a repacked matrix
 // are still rows (dtype_row_bytes).
@@ -65,8 +69,9 @@ bool has_x16_layout(DType t);
 void repack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols);
 void unpack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols);
 
-// The view `k`'s matmul reads fastest: when k has tile kernels (k.gemm) and
-// w is a Q4_0 / Q8_0 / Q4_K matrix in the GGUF layout, a copy in the x16 layout
+// The view `k`'s matmul reads fastest: when k has a tile kernel for w's type
+// (has_tile(*k.gemm, w.dtype)) and w is a Q4_0 / Q8_0 / Q4_K matrix in the
+// GGUF layout, a copy in the x16 layout
 // appended to `storage` (which owns it; growing `storage` never moves the
 // bytes of earlier copies); otherwise w itself. Rows are repacked in
 // parallel on `pool`.
