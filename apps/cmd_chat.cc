@@ -19,6 +19,7 @@ namespace {
 
 struct ChatOptions {
   EngineFlags engine;
+  SpeculativeOptions spec;
   std::string system;
   std::string template_file;
   int32_t n_predict = -1;
@@ -60,6 +61,7 @@ int chat_main(const ChatOptions& o) {
   // the previous turns through the prefix cache.
   SchedulerFlags sched;
   sched.max_num_seqs = 1;
+  sched.spec = o.spec;
   auto engine = EngineCore::create(m, engine_config(o.engine, sched, *kv_bytes, ctx));
   if (!engine.ok()) return fail(engine.status());
   const int64_t ctx_tokens = (*engine)->context_tokens();
@@ -128,7 +130,11 @@ Runner register_chat(CLI::App& app) {
   sub->add_option("--top-p", o->sampling.top_p, "Top-p (1 disables)")->check(CLI::Range(0.0f, 1.0f));
   sub->add_option("--min-p", o->sampling.min_p, "Min-p (0 disables)")->check(CLI::Range(0.0f, 1.0f));
   sub->add_option("--seed", o->sampling.seed, "Random seed")->each([o](const std::string&) { o->seed_set = true; });
-  return [o] { return chat_main(*o); };
+  add_spec_flags(*sub, o->spec);
+  return [o] {
+    if (int rc = check_spec_flags(o->spec); rc != 0) return rc;
+    return chat_main(*o);
+  };
 }
 
 }  // namespace tessera::cli
