@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +27,7 @@ struct BenchOptions {
   bool skip_bandwidth = false;
   SpeculativeOptions spec;  // --spec: the side-by-side speculative comparison instead
   std::vector<int> spec_batches = {1, 8};
+  std::string spec_workload = "pattern";  // "pattern" or "loop"
 };
 
 // A repetitive workload: a pattern of 16 pseudo-random tokens repeated to
@@ -54,7 +57,13 @@ struct BatchRun {
   double tokens_per_step = 0;      // tokens emitted per decode step, all requests
 };
 
-Result<BatchRun> run_batch(EngineCore& engine, const Model& m, int batch, const BenchOptions& o, bool speculative) {
+// The prompt of request `i`: the pattern workload, or (loop) the token the
+// model itself repeats most, repeated — random-weight models fall into such
+// loops, which is the repetitive output n-gram lookup is for.
+using PromptFn = std::function<std::vector<int32_t>(int)>;
+
+Result<BatchRun> run_batch(EngineCore& engine, const PromptFn& prompt_of, int batch, const BenchOptions& o,
+                           bool speculative) {
   using Clock = std::chrono::steady_clock;
   GenerationOptions opts;
   opts.sampling.temperature = 0;
@@ -68,7 +77,7 @@ Result<BatchRun> run_batch(EngineCore& engine, const Model& m, int batch, const 
   Status error;
   const EngineMetrics m0 = engine.metrics();
   for (int i = 0; i < batch; ++i) {
-    auto id = engine.submit(repetitive_prompt(m, o.prompt_tokens, i), opts, [&, i](const RequestEvent& ev) {
+    auto id = engine.submit(prompt_of(i), opts, [&, i](const RequestEvent& ev) {
       if (ev.step.token >= 0 && run.tokens[static_cast<size_t>(i)].empty() && ++first == batch) t_first = Clock::now();
       if (ev.step.token >= 0) run.tokens[static_cast<size_t>(i)].push_back(ev.step.token);
       if (ev.request_finished && !ev.error.ok()) error = ev.error;
@@ -114,22 +123,41 @@ int spec_bench_main(const BenchOptions& o, const Model& m) {
   fmt::print("model: {} ({}, {} layers), threads: {}, backend: {}\n", o.engine.model, m.config().architecture,
              m.config().n_layers, resolve_threads(o.engine), (*engine)->backend().describe());
   fmt::print(
-      "speculative: {} (k {}, n-gram {}..{}{}), workload: a 16-token pattern repeated to {} prompt tokens, "
-      "{} greedy tokens per request, best of {}\n",
-      o.spec.method, o.spec.k, o.spec.ngram_min, o.spec.ngram_max, o.spec.adaptive ? ", adaptive" : "", o.prompt_tokens,
-      o.decode_tokens, o.repeats);
+      "speculative: {} (k {}, n-gram {}..{}{}), workload: {} ({} prompt tokens), {} greedy tokens per request, "
+      "best of {}\n",
+      o.spec.method, o.spec.k, o.spec.ngram_min, o.spec.ngram_max, o.spec.adaptive ? ", adaptive" : "",
+      o.spec_workload == "loop" ? "the model's own loop" : "a 16-token pattern repeated (one per request)",
+      o.prompt_tokens, o.decode_tokens, o.repeats);
+  PromptFn prompt_of = [&](int i) { return repetitive_prompt(m, o.prompt_tokens, i); };
   {
+    // Warm-up (not measured); for the loop workload it also finds the loop:
+    // 32 greedy tokens after the pattern, and the token most frequent among them.
     BenchOptions warm = o;
-    warm.decode_tokens = 2;
-    auto w = run_batch(**engine, m, 1, warm, false);
+    warm.decode_tokens = o.spec_workload == "loop" ? 32 : 2;
+    auto w = run_batch(**engine, prompt_of, 1, warm, true);
     if (!w.ok()) return fail(w.status());
+    if (o.spec_workload == "loop") {
+      std::map<int32_t, int> count;
+      for (int32_t t : w->tokens[0]) ++count[t];
+      const int32_t loop = std::max_element(count.begin(), count.end(), [](const auto& a, const auto& b) {
+                             return a.second < b.second;
+                           })->first;
+      fmt::print(
+          "loop workload: token {} ({} of the 32 greedy tokens after the pattern) repeated to {} prompt tokens\n", loop,
+          count[loop], o.prompt_tokens);
+      prompt_of = [&m, loop, n = o.prompt_tokens](int) {
+        std::vector<int32_t> p(static_cast<size_t>(n), loop);
+        if (m.has_tokenizer() && m.tokenizer().bos_id() >= 0) p[0] = m.tokenizer().bos_id();
+        return p;
+      };
+    }
   }
   for (int batch : o.spec_batches) {
     BatchRun best_plain, best_spec;
     for (int r = 0; r < o.repeats; ++r) {
-      auto plain = run_batch(**engine, m, batch, o, false);
+      auto plain = run_batch(**engine, prompt_of, batch, o, false);
       if (!plain.ok()) return fail(plain.status());
-      auto spec = run_batch(**engine, m, batch, o, true);
+      auto spec = run_batch(**engine, prompt_of, batch, o, true);
       if (!spec.ok()) return fail(spec.status());
       if (spec->tokens != plain->tokens) {
         return fail(internal_error("speculative output differs from non-speculative greedy output at batch " +
@@ -281,6 +309,9 @@ Runner register_bench(CLI::App& app) {
   sub->add_option("--spec-batch", o->spec_batches,
                   "With --spec: batch sizes compared with and without speculation (default 1 8)")
       ->check(CLI::Range(1, 256));
+  sub->add_option("--spec-workload", o->spec_workload,
+                  "With --spec: pattern (a repeated 16-token pattern) or loop (the token the model repeats, repeated)")
+      ->check(CLI::IsMember({"pattern", "loop"}));
   return [o] {
     if (int rc = check_spec_flags(o->spec); rc != 0) return rc;
     return bench_main(*o);
