@@ -89,6 +89,8 @@ struct Job {
 struct Outcome {
   std::vector<ChoiceResult> choices;
   RequestMetrics metrics;
+  std::vector<std::vector<int32_t>> streamed_tokens;  // [choice] tokens of the streamed events
+  std::vector<std::string> streamed_text;             // [choice] their text, concatenated
 };
 
 // Runs all jobs in one engine, checking the block accounting after every step.
@@ -101,6 +103,19 @@ std::vector<Outcome> run_jobs(const Model& m, const std::vector<Job>& jobs, cons
   std::map<uint64_t, size_t> index;
   for (size_t i = 0; i < jobs.size(); ++i) {
     auto id = (*engine)->submit(jobs[i].prompt, jobs[i].options, [&out, &index](const RequestEvent& ev) {
+      Outcome& o = out[index.at(ev.request_id)];
+      if (!ev.request_finished) {
+        const auto c = static_cast<size_t>(ev.step.choice);
+        if (o.streamed_tokens.size() <= c) {
+          o.streamed_tokens.resize(c + 1);
+          o.streamed_text.resize(c + 1);
+        }
+        if (ev.step.token >= 0) o.streamed_tokens[c].push_back(ev.step.token);
+        o.streamed_text[c] += ev.step.text;
+        if (ev.step.token >= 0 && ev.step.logprobs != nullptr) {
+          EXPECT_EQ(ev.step.logprobs->token, ev.step.token);
+        }
+      }
       if (ev.request_finished) {
         EXPECT_TRUE(ev.error.ok()) << ev.error.to_string();
         out[index.at(ev.request_id)].choices = *ev.results;
@@ -139,6 +154,12 @@ void expect_same(const Outcome& got, const Outcome& want, const std::string& wha
     }
   }
   EXPECT_EQ(got.metrics.generated_tokens, want.metrics.generated_tokens) << what;
+  // What was streamed is exactly the result: nothing past a stop.
+  for (size_t c = 0; c < got.choices.size(); ++c) {
+    const std::vector<int32_t> none;
+    EXPECT_EQ(c < got.streamed_tokens.size() ? got.streamed_tokens[c] : none, got.choices[c].tokens) << what;
+    EXPECT_EQ(c < got.streamed_text.size() ? got.streamed_text[c] : "", got.choices[c].text) << what;
+  }
 }
 
 class SpecOnStories : public ::testing::Test {
@@ -270,6 +291,31 @@ TEST_F(SpecOnStories, SpeculationOffAboveTheBatchSizeThreshold) {
   EXPECT_LT(em.spec_proposed_tokens, em_on.spec_proposed_tokens);
 }
 
+TEST_F(SpecOnStories, CancellingASpeculatingRequestFreesItsBlocks) {
+  EngineConfig cfg = spec_config(512, true, kRoomyKv);
+  auto engine = EngineCore::create(*model_, cfg);
+  ASSERT_TRUE(engine.ok());
+  const std::vector<Job> jobs = make_jobs();
+  GenerationOptions o = jobs[0].options;  // greedy, repetitive prompt
+  o.max_tokens = 100;
+  o.ignore_eos = true;
+  bool cancelled = false;
+  auto id = (*engine)->submit(jobs[0].prompt, o, [&](const RequestEvent& ev) {
+    if (ev.request_finished) cancelled = ev.cancelled;
+  });
+  ASSERT_TRUE(id.ok());
+  for (int i = 0; i < 12; ++i) {
+    (*engine)->step();
+    ASSERT_TRUE((*engine)->check_invariants().ok());
+  }
+  EXPECT_GT((*engine)->metrics().spec_proposed_tokens, 0);
+  (*engine)->cancel(*id);
+  (*engine)->run_until_idle();
+  EXPECT_TRUE(cancelled);
+  EXPECT_TRUE((*engine)->check_invariants().ok());
+  EXPECT_EQ((*engine)->metrics().kv_blocks_used, 0);
+}
+
 TEST_F(SpecOnStories, BadConfigurationIsRefused) {
   EngineConfig cfg;
   cfg.spec.method = "ngram";
@@ -385,7 +431,7 @@ TEST_P(SpecDistribution, FirstPositionsFollowTheTargetsDistribution) {
   }
   SCOPED_TRACE(name);
   const Tokenizer& tok = model_->tokenizer();
-  const std::vector<int32_t> prompt = tok.encode("Once upon a time, there was a little", true);
+  const std::vector<int32_t> prompt = tok.encode("She saw a", true);  // uncertain at the next three positions
   const auto n_vocab = model_->config().n_vocab;
 
   // The exact target distribution of tokens 0, 1 and 2 (marginals), from the
