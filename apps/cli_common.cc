@@ -63,6 +63,7 @@ Result<EngineOptions> engine_options(const EngineFlags& engine, const SchedulerF
   o.max_num_seqs = sched.max_num_seqs;
   o.max_num_batched_tokens = sched.max_num_batched_tokens;
   o.enable_prefix_cache = !sched.no_prefix_cache;
+  o.spec = sched.spec;
   return o;
 }
 
@@ -70,6 +71,29 @@ Result<std::unique_ptr<Engine>> create_engine(const EngineFlags& engine, const S
                                               int64_t ctx_size) {
   TESSERA_ASSIGN_OR_RETURN(EngineOptions o, engine_options(engine, sched, ctx_size));
   return Engine::create(o);
+}
+
+void add_spec_flags(CLI::App& app, SpeculativeOptions& s) {
+  app.add_option("--spec", s.method, "Speculative decoding: ngram (prompt lookup; output unchanged)")
+      ->check(CLI::IsMember({"ngram"}));
+  app.add_option("--spec-k", s.k, "Tokens proposed per sequence and step at most")->check(CLI::Range(1, 32));
+  app.add_option("--spec-ngram-min", s.ngram_min, "Shortest suffix the n-gram lookup matches")
+      ->check(CLI::Range(1, 16));
+  app.add_option("--spec-ngram-max", s.ngram_max, "Longest suffix the n-gram lookup matches")->check(CLI::Range(1, 16));
+  app.add_option("--spec-disable-batch-size", s.disable_batch_size,
+                 "No speculation in a step with more running sequences than this")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_flag(
+      "--no-spec-adaptive", [&s](int64_t) { s.adaptive = false; },
+      "Keep --spec-k fixed instead of adapting it per sequence to its acceptance");
+}
+
+int check_spec_flags(const SpeculativeOptions& s) {
+  if (Status st = s.validate(); !st.ok()) {
+    fmt::print(stderr, "tessera: error: {} (see --help)\n", st.message());
+    return kExitUsage;
+  }
+  return 0;
 }
 
 void add_scheduler_flags(CLI::App& app, SchedulerFlags& f) {

@@ -17,8 +17,15 @@ struct SchedulerFlags {
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 512;
   bool no_prefix_cache = false;
+  SpeculativeOptions spec;  // add_spec_flags (run, serve, chat, bench)
 };
 void add_scheduler_flags(CLI::App& app, SchedulerFlags& flags);
+// Speculative decoding flags: --spec ngram, --spec-k, --spec-ngram-min/-max,
+// --spec-disable-batch-size, --no-spec-adaptive.
+void add_spec_flags(CLI::App& app, SpeculativeOptions& spec);
+// After parsing: 0, or prints the one-line usage error of an inconsistent
+// combination (e.g. --spec-ngram-min above --spec-ngram-max) and returns kExitUsage.
+int check_spec_flags(const SpeculativeOptions& spec);
 
 struct EngineFlags {
   std::string model;

@@ -4,6 +4,9 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <chrono>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,9 +25,163 @@ struct BenchOptions {
   int decode_tokens = 32;
   int repeats = 3;
   bool skip_bandwidth = false;
+  SpeculativeOptions spec;  // --spec: the side-by-side speculative comparison instead
+  std::vector<int> spec_batches = {1, 8};
+  std::string spec_workload = "pattern";  // "pattern" or "loop"
 };
 
+// A repetitive workload: a pattern of 16 pseudo-random tokens repeated to
+// `n` tokens (different per `variant`), so that greedy output that repeats
+// its prompt (or loops, as random-weight models do) is looked up by n-gram.
+std::vector<int32_t> repetitive_prompt(const Engine& e, int n, int variant) {
+  std::vector<int32_t> pattern(16);
+  uint64_t x = 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(variant + 1);
+  for (int32_t& t : pattern) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    t = static_cast<int32_t>((x >> 33) % static_cast<uint64_t>(e.model_info().n_vocab));
+  }
+  std::vector<int32_t> prompt(static_cast<size_t>(n));
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = pattern[i % pattern.size()];
+  if (e.vocab() != nullptr && e.vocab()->bos_id() >= 0) prompt[0] = e.vocab()->bos_id();
+  return prompt;
+}
+
+// One measured batch: b requests at once; decode tokens/s counted from the
+// moment every request has its first token to the end (wall clock: the
+// forward passes, sampling and verification).
+struct BatchRun {
+  double decode_tps = 0;
+  std::vector<std::vector<int32_t>> tokens;
+  int64_t proposed = 0, accepted = 0, spec_steps = 0;
+  double forward_ms_per_step = 0;  // decode steps' forward time (engine metrics)
+  double tokens_per_step = 0;      // tokens emitted per decode step, all requests
+};
+
+// The prompt of request `i`: the pattern workload, or (loop) the token the
+// model itself repeats most, repeated — random-weight models fall into such
+// loops, which is the repetitive output n-gram lookup is for.
+using PromptFn = std::function<std::vector<int32_t>(int)>;
+
+Result<BatchRun> run_batch(Engine& engine, const PromptFn& prompt_of, int batch, const BenchOptions& o,
+                           bool speculative) {
+  using Clock = std::chrono::steady_clock;
+  GenerationOptions opts;
+  opts.sampling.temperature = 0;
+  opts.ignore_eos = true;
+  opts.max_tokens = o.decode_tokens;
+  opts.speculative = speculative;
+  BatchRun run;
+  run.tokens.resize(static_cast<size_t>(batch));
+  int first = 0;
+  Clock::time_point t_first;
+  Status error;
+  const EngineMetrics m0 = engine.metrics();
+  for (int i = 0; i < batch; ++i) {
+    auto id = engine.submit(prompt_of(i), opts, [&, i](const RequestEvent& ev) {
+      if (ev.step.token >= 0 && run.tokens[static_cast<size_t>(i)].empty() && ++first == batch) t_first = Clock::now();
+      if (ev.step.token >= 0) run.tokens[static_cast<size_t>(i)].push_back(ev.step.token);
+      if (ev.request_finished && !ev.error.ok()) error = ev.error;
+    });
+    if (!id.ok()) return id.status();
+  }
+  engine.run_until_idle();
+  const auto t_end = Clock::now();
+  if (!error.ok()) return error;
+  int64_t after_first = 0;
+  for (const auto& t : run.tokens) after_first += static_cast<int64_t>(t.size()) - 1;
+  run.decode_tps = static_cast<double>(after_first) / std::chrono::duration<double>(t_end - t_first).count();
+  const EngineMetrics m1 = engine.metrics();
+  run.proposed = m1.spec_proposed_tokens - m0.spec_proposed_tokens;
+  run.accepted = m1.spec_accepted_tokens - m0.spec_accepted_tokens;
+  run.spec_steps = m1.spec_steps - m0.spec_steps;
+  const auto steps = static_cast<double>(std::max<int64_t>(1, m1.decode_steps - m0.decode_steps));
+  run.forward_ms_per_step = (m1.decode_ms - m0.decode_ms) / steps;
+  run.tokens_per_step = static_cast<double>(after_first) / steps;
+  return run;
+}
+
+// `bench --spec ngram`: decode tokens/s without and with speculation, side
+// by side in one engine (requests opt out per request), on the repetitive
+// workload, at each batch size; greedy, so the tokens must be identical.
+int spec_bench_main(const BenchOptions& o) {
+  SchedulerFlags sched;
+  sched.max_num_seqs = *std::max_element(o.spec_batches.begin(), o.spec_batches.end());
+  sched.max_num_batched_tokens = std::max(512, o.prompt_tokens * sched.max_num_seqs);
+  sched.no_prefix_cache = true;
+  sched.spec = o.spec;
+  const int64_t ctx = o.prompt_tokens + o.decode_tokens + 16;
+  // Room for every request of the largest batch at once.
+  EngineFlags flags = o.engine;
+  flags.kv_cache_memory.clear();
+  auto engine = create_engine(flags, sched, ctx * sched.max_num_seqs);
+  if (!engine.ok()) return fail(engine.status());
+  const Engine& e = **engine;
+  fmt::print("model: {} ({}, {} layers), threads: {}, backend: {}\n", o.engine.model, e.model_info().architecture,
+             e.model_info().n_layers, resolve_threads(o.engine), e.backend_description());
+  fmt::print(
+      "speculative: {} (k {}, n-gram {}..{}{}), workload: {} ({} prompt tokens), {} greedy tokens per request, "
+      "best of {}\n",
+      o.spec.method, o.spec.k, o.spec.ngram_min, o.spec.ngram_max, o.spec.adaptive ? ", adaptive" : "",
+      o.spec_workload == "loop" ? "the model's own loop" : "a 16-token pattern repeated (one per request)",
+      o.prompt_tokens, o.decode_tokens, o.repeats);
+  PromptFn prompt_of = [&](int i) { return repetitive_prompt(e, o.prompt_tokens, i); };
+  {
+    // Warm-up (not measured); for the loop workload it also finds the loop:
+    // 32 greedy tokens after the pattern, and the token most frequent among them.
+    BenchOptions warm = o;
+    warm.decode_tokens = o.spec_workload == "loop" ? 32 : 2;
+    auto w = run_batch(**engine, prompt_of, 1, warm, true);
+    if (!w.ok()) return fail(w.status());
+    if (o.spec_workload == "loop") {
+      std::map<int32_t, int> count;
+      for (int32_t t : w->tokens[0]) ++count[t];
+      const int32_t loop = std::max_element(count.begin(), count.end(), [](const auto& a, const auto& b) {
+                             return a.second < b.second;
+                           })->first;
+      fmt::print(
+          "loop workload: token {} ({} of the 32 greedy tokens after the pattern) repeated to {} prompt tokens\n", loop,
+          count[loop], o.prompt_tokens);
+      prompt_of = [&e, loop, n = o.prompt_tokens](int) {
+        std::vector<int32_t> p(static_cast<size_t>(n), loop);
+        if (e.vocab() != nullptr && e.vocab()->bos_id() >= 0) p[0] = e.vocab()->bos_id();
+        return p;
+      };
+    }
+  }
+  for (int batch : o.spec_batches) {
+    BatchRun best_plain, best_spec;
+    for (int r = 0; r < o.repeats; ++r) {
+      auto plain = run_batch(**engine, prompt_of, batch, o, false);
+      if (!plain.ok()) return fail(plain.status());
+      auto spec = run_batch(**engine, prompt_of, batch, o, true);
+      if (!spec.ok()) return fail(spec.status());
+      if (spec->tokens != plain->tokens) {
+        return fail(internal_error("speculative output differs from non-speculative greedy output at batch " +
+                                   std::to_string(batch)));
+      }
+      if (plain->decode_tps > best_plain.decode_tps) best_plain = std::move(*plain);
+      if (spec->decode_tps > best_spec.decode_tps) best_spec = std::move(*spec);
+    }
+    fmt::print(
+        "batch {}: decode {:.2f} tokens/s without speculation, {:.2f} with -> {:.2f}x; acceptance rate {:.1f}% "
+        "({} of {} proposed), {:.2f} accepted per verifying step; output identical\n"
+        "  decode steps: forward {:.2f} ms and {:.2f} tokens per step without, {:.2f} ms and {:.2f} tokens with\n",
+        batch, best_plain.decode_tps, best_spec.decode_tps, best_spec.decode_tps / best_plain.decode_tps,
+        best_spec.proposed > 0
+            ? 100.0 * static_cast<double>(best_spec.accepted) / static_cast<double>(best_spec.proposed)
+            : 0.0,
+        best_spec.accepted, best_spec.proposed,
+        best_spec.spec_steps > 0 ? static_cast<double>(best_spec.accepted) / static_cast<double>(best_spec.spec_steps)
+                                 : 0.0,
+        best_plain.forward_ms_per_step, best_plain.tokens_per_step, best_spec.forward_ms_per_step,
+        best_spec.tokens_per_step);
+  }
+  return 0;
+}
+
+
 int bench_main(const BenchOptions& o) {
+  if (o.spec.enabled()) return spec_bench_main(o);
   const int threads = resolve_threads(o.engine);
   // One request at a time through the engine; the whole prompt in one step
   // (prefill) and no prefix cache, so every repeat computes the prompt again.
@@ -144,7 +301,17 @@ Runner register_bench(CLI::App& app) {
   sub->add_option("-r,--repeats", o->repeats, "Measured runs (best and median reported, after one warm-up)")
       ->check(CLI::Range(1, 100));
   sub->add_flag("--skip-bandwidth", o->skip_bandwidth, "Do not measure memory bandwidth");
-  return [o] { return bench_main(*o); };
+  add_spec_flags(*sub, o->spec);
+  sub->add_option("--spec-batch", o->spec_batches,
+                  "With --spec: batch sizes compared with and without speculation (default 1 8)")
+      ->check(CLI::Range(1, 256));
+  sub->add_option("--spec-workload", o->spec_workload,
+                  "With --spec: pattern (a repeated 16-token pattern) or loop (the token the model repeats, repeated)")
+      ->check(CLI::IsMember({"pattern", "loop"}));
+  return [o] {
+    if (int rc = check_spec_flags(o->spec); rc != 0) return rc;
+    return bench_main(*o);
+  };
 }
 
 }  // namespace tessera::cli

@@ -20,6 +20,7 @@ namespace {
 
 struct ChatOptions {
   EngineFlags engine;
+  SpeculativeOptions spec;
   std::string system;
   std::string template_file;
   int32_t n_predict = -1;
@@ -32,6 +33,7 @@ int chat_main(const ChatOptions& o) {
   // the previous turns through the prefix cache.
   SchedulerFlags sched;
   sched.max_num_seqs = 1;
+  sched.spec = o.spec;
   auto engine = create_engine(o.engine, sched);
   if (!engine.ok()) return fail(engine.status());
   const Vocab* vocab = (*engine)->vocab();
@@ -105,7 +107,11 @@ Runner register_chat(CLI::App& app) {
   sub->add_option("--top-p", o->sampling.top_p, "Top-p (1 disables)")->check(CLI::Range(0.0f, 1.0f));
   sub->add_option("--min-p", o->sampling.min_p, "Min-p (0 disables)")->check(CLI::Range(0.0f, 1.0f));
   sub->add_option("--seed", o->sampling.seed, "Random seed")->each([o](const std::string&) { o->seed_set = true; });
-  return [o] { return chat_main(*o); };
+  add_spec_flags(*sub, o->spec);
+  return [o] {
+    if (int rc = check_spec_flags(o->spec); rc != 0) return rc;
+    return chat_main(*o);
+  };
 }
 
 }  // namespace tessera::cli

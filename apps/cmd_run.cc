@@ -119,7 +119,11 @@ nlohmann::json outcome_json(size_t index, const std::string& prompt, const Outco
                   {"prompt_tokens", m.prompt_tokens},
                   {"cached_tokens", m.cached_tokens},
                   {"generated_tokens", m.generated_tokens},
-                  {"preemptions", m.preemptions}};
+                  {"preemptions", m.preemptions},
+                  {"spec_proposed_tokens", m.spec_proposed_tokens},
+                  {"spec_accepted_tokens", m.spec_accepted_tokens},
+                  {"spec_acceptance_rate", m.spec_acceptance_rate()},
+                  {"spec_mean_accepted_length", m.spec_mean_accepted_length()}};
   return j;
 }
 
@@ -268,6 +272,13 @@ int run_main(RunOptions o) {
         prompts.size(), em.generated_tokens, wall_ms, static_cast<double>(em.generated_tokens) * 1000.0 / wall_ms,
         em.prefix_hit_tokens, em.prefix_query_tokens, em.preemptions);
   }
+  if (o.sched.spec.enabled()) {
+    fmt::print(stderr,
+               "speculative ({}, k {}): {} tokens proposed, {} accepted (acceptance rate {:.1f}%), "
+               "{:.2f} accepted per verifying step\n",
+               o.sched.spec.method, o.sched.spec.k, em.spec_proposed_tokens, em.spec_accepted_tokens,
+               100.0 * em.spec_acceptance_rate(), em.spec_mean_accepted_length());
+  }
   return exit_code;
 }
 
@@ -279,6 +290,7 @@ Runner register_run(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("run", "Generate text from a prompt (streams to stdout, summary to stderr)");
   add_engine_flags(*sub, o->engine);
   add_scheduler_flags(*sub, o->sched);
+  add_spec_flags(*sub, o->sched.spec);
   auto* p =
       sub->add_option("-p,--prompt", o->prompts, "Prompt text (BOS added as the vocabulary says); repeat for several");
   auto* file = sub->add_option("--prompt-file", o->prompt_file, "File of prompts, one per line, run together");
@@ -329,6 +341,7 @@ Runner register_run(CLI::App& app) {
       fmt::print(stderr, "tessera: error: --top-p and --typical-p must be in (0, 1] (see --help)\n");
       return kExitUsage;
     }
+    if (int rc = check_spec_flags(o->sched.spec); rc != 0) return rc;
     if (o->gen.stop.size() > kMaxStopStrings) {
       fmt::print(stderr, "tessera: error: at most {} --stop strings (see --help)\n", kMaxStopStrings);
       return kExitUsage;

@@ -72,6 +72,7 @@ Runner register_serve(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("serve", "Serve the model over an OpenAI-compatible HTTP API");
   add_engine_flags(*sub, o->engine);
   add_scheduler_flags(*sub, o->sched);
+  add_spec_flags(*sub, o->sched.spec);
   sub->add_option("--host", o->server.host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", o->server.port, "TCP port (0: any free port)")->capture_default_str();
   sub->add_option("--served-model-name", o->server.served_model_name,
@@ -85,7 +86,10 @@ Runner register_serve(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--chat-template", o->template_file, "Jinja chat template file (overrides the model's)");
   sub->add_flag("--no-webui", o->no_webui, "Do not serve the chat web UI at GET / (then / is 404)");
-  return [o] { return serve_main(*o); };
+  return [o] {
+    if (int rc = check_spec_flags(o->sched.spec); rc != 0) return rc;
+    return serve_main(*o);
+  };
 }
 
 }  // namespace tessera::cli

@@ -27,6 +27,7 @@
 #include "tessera/request_event.h"
 #include "tessera/request_outcome.h"
 #include "tessera/results.h"
+#include "tessera/speculative_options.h"
 #include "tessera/status.h"
 #include "tessera/vocab.h"
 
@@ -44,6 +45,7 @@ struct EngineOptions {
   int32_t max_num_seqs = 64;             // sequences running at once
   int32_t max_num_batched_tokens = 512;  // tokens per step (prefill chunks)
   bool enable_prefix_cache = true;       // reuse KV blocks of shared prompt prefixes
+  SpeculativeOptions spec;               // speculative decoding (off unless spec.method is set)
 };
 
 // What the loaded model is.

@@ -8,15 +8,27 @@
 namespace tessera {
 
 struct RequestMetrics {
-  double queue_ms = 0;   // arrival -> first scheduled
-  double ttft_ms = 0;    // arrival -> first generated token
-  double e2e_ms = 0;     // arrival -> finished
+  double queue_ms = 0;         // arrival -> first scheduled
+  double ttft_ms = 0;          // arrival -> first generated token
+  double e2e_ms = 0;           // arrival -> finished
   std::vector<double> itl_ms;  // inter-token latencies (between consecutive tokens of choice 0)
   double tpot_ms() const;      // mean of itl_ms (time per output token after the first)
   int32_t prompt_tokens = 0;
   int32_t cached_tokens = 0;     // prompt tokens reused from the prefix cache
   int32_t generated_tokens = 0;  // all choices
   int32_t preemptions = 0;
+  // Speculative decoding (all choices): tokens proposed and verified, of those
+  // accepted, and the sequence-steps that verified at least one proposal.
+  int32_t spec_proposed_tokens = 0;
+  int32_t spec_accepted_tokens = 0;
+  int32_t spec_steps = 0;
+  double spec_acceptance_rate() const {
+    return spec_proposed_tokens > 0 ? static_cast<double>(spec_accepted_tokens) / spec_proposed_tokens : 0;
+  }
+  // Proposals accepted per verifying step (each such step also emits one more token).
+  double spec_mean_accepted_length() const {
+    return spec_steps > 0 ? static_cast<double>(spec_accepted_tokens) / spec_steps : 0;
+  }
 };
 
 struct EngineMetrics {
@@ -33,11 +45,25 @@ struct EngineMetrics {
   int64_t finished_length = 0;
   int64_t finished_cancelled = 0;
   int64_t steps = 0;
-  double prefill_ms = 0;  // forward time of steps that carried prompt tokens
-  double decode_ms = 0;   // forward time of decode-only steps
-  int64_t decode_tokens = 0;  // tokens computed in decode-only steps
+  double prefill_ms = 0;      // forward time of steps that carried prompt tokens
+  double decode_ms = 0;       // forward time of decode-only steps
+  int64_t decode_tokens = 0;  // tokens computed in decode-only steps (proposed tokens included)
+  int64_t decode_steps = 0;   // decode-only steps
+  // Speculative decoding, as in RequestMetrics, over every request so far.
+  int64_t spec_proposed_tokens = 0;
+  int64_t spec_accepted_tokens = 0;
+  int64_t spec_steps = 0;
+  double spec_acceptance_rate() const {
+    return spec_proposed_tokens > 0
+               ? static_cast<double>(spec_accepted_tokens) / static_cast<double>(spec_proposed_tokens)
+               : 0;
+  }
+  double spec_mean_accepted_length() const {
+    return spec_steps > 0 ? static_cast<double>(spec_accepted_tokens) / static_cast<double>(spec_steps) : 0;
+  }
   double prefix_hit_rate() const {
-    return prefix_query_tokens > 0 ? static_cast<double>(prefix_hit_tokens) / static_cast<double>(prefix_query_tokens) : 0;
+    return prefix_query_tokens > 0 ? static_cast<double>(prefix_hit_tokens) / static_cast<double>(prefix_query_tokens)
+                                   : 0;
   }
 };
 

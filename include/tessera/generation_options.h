@@ -36,6 +36,9 @@ struct GenerationOptions {
   // prefix-cache hit) and must have n == 1. With max_tokens == 0 nothing is
   // generated.
   bool prompt_logits = false;
+  // Use the engine's speculative decoding when it has one (EngineOptions::spec);
+  // false: this request decodes one token per step beside speculating ones.
+  bool speculative = true;
 
   // kInvalidArgument naming the field (sampling parameters included).
   Status validate(int32_t n_vocab) const;

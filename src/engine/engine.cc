@@ -51,6 +51,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   cfg.max_num_seqs = o.max_num_seqs;
   cfg.max_num_batched_tokens = o.max_num_batched_tokens;
   cfg.enable_prefix_cache = o.enable_prefix_cache;
+  cfg.spec = o.spec;
   TESSERA_ASSIGN_OR_RETURN(impl->core, EngineCore::create(*impl->model, cfg));
   ModelInfo& info = impl->info;
   info.path = impl->model->path();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backend/registry.h"
+#include "engine/ngram_proposer.h"
 
 namespace tessera {
 
@@ -42,6 +43,10 @@ struct EngineCore::Request {
   RequestMetrics metrics;
   std::vector<ChoiceResult> results;
   int32_t prompt_logits_next = 0;  // first prompt position whose logits are not yet delivered
+  // Speculative decoding, per choice (empty when the request does not speculate).
+  std::vector<std::unique_ptr<Proposer>> proposers;
+  std::vector<Proposal> proposals;  // this step's proposal
+  std::vector<int32_t> lookahead;   // the current k (adaptive)
 };
 
 Result<std::unique_ptr<EngineCore>> EngineCore::create(const Model& model, const EngineConfig& config) {
@@ -52,10 +57,11 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const Model& model, const
 }
 
 Result<std::unique_ptr<EngineCore>> EngineCore::create(const Model& model, const EngineConfig& config,
-                                               std::unique_ptr<Backend> backend) {
+                                                       std::unique_ptr<Backend> backend) {
   if (config.max_num_seqs < 1) return invalid_argument("--max-num-seqs must be >= 1");
   if (config.max_num_batched_tokens < 1) return invalid_argument("--max-num-batched-tokens must be >= 1");
   if (config.ctx_size < 2) return invalid_argument("--ctx-size must be >= 2");
+  TESSERA_RETURN_IF_ERROR(config.spec.validate());
   const ModelConfig& c = model.config();
   KvCacheSpec spec;
   spec.n_layers = c.n_layers;
@@ -74,8 +80,8 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const Model& model, const
 }
 
 EngineCore::EngineCore(const Model& model, const EngineConfig& config, std::unique_ptr<Backend> backend,
-               std::unique_ptr<Communicator> comm, std::unique_ptr<KvCache> kv,
-               std::unique_ptr<Transformer> transformer)
+                       std::unique_ptr<Communicator> comm, std::unique_ptr<KvCache> kv,
+                       std::unique_ptr<Transformer> transformer)
     : model_(model),
       config_(config),
       backend_(std::move(backend)),
@@ -91,7 +97,7 @@ EngineCore::~EngineCore() {
 }
 
 Result<uint64_t> EngineCore::submit(std::vector<int32_t> prompt, const GenerationOptions& options, Callback on_event,
-                                int32_t priority) {
+                                    int32_t priority) {
   TESSERA_RETURN_IF_ERROR(options.validate(model_.config().n_vocab));
   if (!options.stop.empty() && !model_.has_tokenizer()) return invalid_argument("stop strings need a tokenizer");
   if (prompt.empty()) return out_of_range("the prompt is empty");
@@ -156,6 +162,11 @@ void EngineCore::drain_inbox() {
                                                    arrivals_++, &r->seqs.back()->tokens(), r->max_total_tokens,
                                                    kv_cache_->spec().block_size));
       r->slots.back()->use_prefix_cache = !r->options.prompt_logits;
+      if (speculation_on() && r->options.speculative && !r->options.prompt_logits) {
+        r->proposers.push_back(make_proposer(r->seqs.back()->sampler().seed(), i));
+        r->proposals.emplace_back();
+        r->lookahead.push_back(config_.spec.k);
+      }
     }
     Request& req = *r;
     requests_.emplace(r->id, std::move(r));
@@ -170,6 +181,33 @@ void EngineCore::drain_inbox() {
   for (uint64_t id : cancels) {
     auto it = requests_.find(id);
     if (it != requests_.end()) finish_request(*it->second, Status(), /*cancelled=*/true);
+  }
+}
+
+std::unique_ptr<Proposer> EngineCore::make_proposer(uint64_t seed, int32_t choice) const {
+  if (config_.proposer_factory) return config_.proposer_factory(seed, choice);
+  return std::make_unique<NgramProposer>(config_.spec.ngram_min, config_.spec.ngram_max);
+}
+
+void EngineCore::propose() {
+  const bool on = scheduler_.num_running() <= config_.spec.disable_batch_size;
+  for (auto& [id, r] : requests_) {
+    for (size_t c = 0; c < r->proposers.size(); ++c) {
+      SeqSlot& slot = *r->slots[c];
+      Proposal& prop = r->proposals[c];
+      prop.clear();
+      slot.num_spec = 0;
+      const Sequence& seq = *r->seqs[c];
+      if (!on || seq.finished() || slot.status != SeqStatus::kRunning || slot.num_tokens() - slot.num_computed != 1)
+        continue;
+      // Proposed positions stay below the request's token bound (and so the context).
+      const int64_t room = r->max_total_tokens - seq.num_tokens();
+      const auto k = static_cast<int32_t>(std::min<int64_t>(r->lookahead[c], room));
+      if (k <= 0) continue;
+      r->proposers[c]->propose(seq.tokens(), k, prop);
+      if (prop.tokens.size() > static_cast<size_t>(k)) prop.tokens.resize(static_cast<size_t>(k));
+      slot.num_spec = static_cast<int32_t>(prop.tokens.size());
+    }
   }
 }
 
@@ -216,10 +254,24 @@ Status EngineCore::run_forward(const SchedulerOutput& out, std::vector<float>& l
                           : (item.needs_logits ? ForwardBatch::Logits::kLast : ForwardBatch::Logits::kNone);
     ItemRows ir;
     ir.first = static_cast<int32_t>(b.logits_rows.size());
-    ir.n = all ? item.num_new_tokens : (item.needs_logits ? 1 : 0);
+    ir.n = all ? item.num_new_tokens : (item.needs_logits ? 1 + item.num_spec_tokens : 0);
     ir.position = static_cast<int32_t>(all ? s.num_computed : s.num_computed + item.num_new_tokens - 1);
     rows.push_back(ir);
     b.append(*s.tokens, s.num_computed, s.num_computed + item.num_new_tokens, s.table, kind);
+    if (item.num_spec_tokens > 0) {
+      // The proposed tokens continue the sequence's rows; each gets logits
+      // (the last one's are the bonus position's).
+      const Proposal& prop = r.proposals[static_cast<size_t>(s.id & ((1u << kChoiceBits) - 1))];
+      AttentionSeq& as = b.seqs.back();
+      for (int32_t j = 0; j < item.num_spec_tokens; ++j) {
+        const int64_t p = s.num_computed + item.num_new_tokens + j;
+        b.logits_rows.push_back(b.n_tokens());
+        b.token_ids.push_back(prop.tokens[static_cast<size_t>(j)]);
+        b.positions.push_back(static_cast<int32_t>(p));
+        b.slot_mapping.push_back(s.table.slot(p));
+        ++as.n_tokens;
+      }
+    }
     if (item.num_new_tokens > 1 || !item.needs_logits) prompt_tokens += item.num_new_tokens;
   }
   const auto t0 = Clock::now();
@@ -229,12 +281,16 @@ Status EngineCore::run_forward(const SchedulerOutput& out, std::vector<float>& l
   ++metrics_.steps;
   metrics_.prompt_tokens_computed += prompt_tokens;
   (prompt_tokens > 0 ? metrics_.prefill_ms : metrics_.decode_ms) += ms;
-  if (prompt_tokens == 0) metrics_.decode_tokens += b.n_tokens();
+  if (prompt_tokens == 0) {
+    metrics_.decode_tokens += b.n_tokens();
+    ++metrics_.decode_steps;
+  }
   return st;
 }
 
 bool EngineCore::step() {
   drain_inbox();
+  if (speculation_on()) propose();
   const SchedulerOutput out = scheduler_.schedule();
   if (out.scheduled.empty()) {
     publish_gauges();
@@ -262,6 +318,7 @@ bool EngineCore::step() {
   scheduler_.on_step_done(out);
   const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
   int64_t generated = 0;
+  int64_t spec_proposed = 0, spec_accepted = 0, spec_steps = 0;
   for (size_t k = 0; k < out.scheduled.size(); ++k) {
     const ScheduledSeq& item = out.scheduled[k];
     const ItemRows& ir = rows[k];
@@ -284,30 +341,55 @@ bool EngineCore::step() {
       r.prompt_logits_next = std::max(r.prompt_logits_next, end);
     }
     if (!item.needs_logits) continue;
-    const std::span<const float> row_logits(&logits[static_cast<size_t>(ir.first + ir.n - 1) * n_vocab], n_vocab);
     const auto choice = static_cast<size_t>(item.seq->id & ((1u << kChoiceBits) - 1));
-    auto ev = r.seqs[choice]->on_logits(row_logits);
-    if (!ev.ok()) {
-      finish_request(r, ev.status());
+    // Logits of the last computed token, then of each proposed token.
+    const int32_t n_rows = 1 + item.num_spec_tokens;
+    const std::span<const float> row_logits(&logits[static_cast<size_t>(ir.first + ir.n - n_rows) * n_vocab],
+                                            n_vocab * static_cast<size_t>(n_rows));
+    Proposal none;
+    Proposal& prop = item.num_spec_tokens > 0 ? r.proposals[choice] : none;
+    prop.tokens.resize(static_cast<size_t>(item.num_spec_tokens));  // the scheduler may have kept fewer
+    if (!prop.q.empty()) prop.q.resize(prop.tokens.size() * n_vocab);
+    int32_t accepted = 0;
+    auto events = r.seqs[choice]->on_verify(row_logits, prop, &accepted);
+    if (!events.ok()) {
+      finish_request(r, events.status());
       continue;
     }
-    const auto t = Clock::now();
-    if (ev->token >= 0) {
-      ++generated;
-      ++r.metrics.generated_tokens;
-      if (!r.has_token) {
-        r.has_token = true;
-        r.metrics.ttft_ms = ms_between(r.arrival, t);
-      } else if (choice == 0) {
-        r.metrics.itl_ms.push_back(ms_between(r.last_token, t));
+    if (item.num_spec_tokens > 0) {
+      scheduler_.commit_spec(r.slots[choice].get(), accepted);
+      r.metrics.spec_proposed_tokens += item.num_spec_tokens;
+      r.metrics.spec_accepted_tokens += accepted;
+      ++r.metrics.spec_steps;
+      spec_proposed += item.num_spec_tokens;
+      spec_accepted += accepted;
+      ++spec_steps;
+      if (config_.spec.adaptive) {
+        // Grow after a fully accepted run, shrink to just past what was accepted otherwise.
+        int32_t& look = r.lookahead[choice];
+        look = accepted == item.num_spec_tokens ? std::min(config_.spec.k, look + 1)
+                                                : std::max(1, std::min(look, accepted + 1));
       }
-      if (choice == 0) r.last_token = t;
     }
-    if (r.callback && (ev->token >= 0 || !ev->text.empty())) {
-      RequestEvent re;
-      re.request_id = r.id;
-      re.step = std::move(*ev);
-      r.callback(re);
+    const auto t = Clock::now();
+    for (StreamEvent& ev : *events) {
+      if (ev.token >= 0) {
+        ++generated;
+        ++r.metrics.generated_tokens;
+        if (!r.has_token) {
+          r.has_token = true;
+          r.metrics.ttft_ms = ms_between(r.arrival, t);
+        } else if (choice == 0) {
+          r.metrics.itl_ms.push_back(ms_between(r.last_token, t));
+        }
+        if (choice == 0) r.last_token = t;
+      }
+      if (r.callback && (ev.token >= 0 || !ev.text.empty())) {
+        RequestEvent re;
+        re.request_id = r.id;
+        re.step = std::move(ev);
+        r.callback(re);
+      }
     }
     if (r.seqs[choice]->finished()) {
       scheduler_.finish(r.slots[choice].get());
@@ -317,6 +399,9 @@ bool EngineCore::step() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     metrics_.generated_tokens += generated;
+    metrics_.spec_proposed_tokens += spec_proposed;
+    metrics_.spec_accepted_tokens += spec_accepted;
+    metrics_.spec_steps += spec_steps;
   }
   publish_gauges();
   return true;
@@ -361,6 +446,30 @@ void EngineCore::stop() {
   stop_.store(true);
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+}
+
+Status EngineCore::check_invariants() const {
+  if (!kv_.check_invariants()) return internal_error("KV cache manager invariants violated");
+  std::vector<int32_t> refs(static_cast<size_t>(kv_.num_blocks()), 0);
+  const int64_t bs = kv_.block_size();
+  for (const auto& [id, r] : requests_) {
+    for (const auto& slot : r->slots) {
+      if (slot->status == SeqStatus::kFinished) continue;
+      const auto have = static_cast<int64_t>(slot->table.blocks().size());
+      if (have != (slot->num_computed + bs - 1) / bs) {
+        return internal_error("sequence " + std::to_string(slot->id) + " holds " + std::to_string(have) +
+                              " blocks for " + std::to_string(slot->num_computed) + " computed tokens");
+      }
+      for (int32_t b : slot->table.blocks()) ++refs[static_cast<size_t>(b)];
+    }
+  }
+  for (size_t b = 0; b < refs.size(); ++b) {
+    if (refs[b] != kv_.ref_count(static_cast<int32_t>(b)))
+      return internal_error("block " + std::to_string(b) + " has " +
+                            std::to_string(kv_.ref_count(static_cast<int32_t>(b))) + " references but " +
+                            std::to_string(refs[b]) + " tables hold it");
+  }
+  return {};
 }
 
 EngineMetrics EngineCore::metrics() const {

@@ -6,6 +6,9 @@
 // (Orca, Yu et al. 2022; vLLM, Kwon et al. 2023). Every row of the forward
 // pass is computed the same way whatever else runs beside it, so a request's
 // tokens do not depend on batching, prefix-cache hits or chunk sizes.
+// With speculative decoding (EngineConfig::spec) a decoding sequence's
+// proposed tokens are verified in the same step (docs/architecture.md,
+// "Speculative decoding"); greedy and seeded output is unchanged.
 //
 // Threading: submit() and cancel() may be called from any thread; step() and
 // the event callbacks run on the engine thread (start()) or the caller's
@@ -23,16 +26,18 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "tessera/backend_options.h"
 #include "backend/communicator.h"
-#include "tessera/engine_metrics.h"
-#include "tessera/request_event.h"
-#include "tessera/generation_options.h"
+#include "engine/proposer.h"
 #include "engine/sequence.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
 #include "model/transformer.h"
 #include "sched/scheduler.h"
+#include "tessera/backend_options.h"
+#include "tessera/engine_metrics.h"
+#include "tessera/generation_options.h"
+#include "tessera/request_event.h"
+#include "tessera/speculative_options.h"
 
 namespace tessera {
 
@@ -45,6 +50,10 @@ struct EngineConfig {
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 512;
   bool enable_prefix_cache = true;
+  SpeculativeOptions spec;  // speculative decoding (--spec ...); validated by create()
+  // Test hook: makes each speculating sequence's proposer instead of
+  // spec.method's (speculation is on when either is set).
+  ProposerFactory proposer_factory;
 };
 
 class EngineCore {
@@ -59,7 +68,7 @@ class EngineCore {
   // The same on a backend the caller made (a test backend, for instance);
   // config.backend is then ignored.
   static Result<std::unique_ptr<EngineCore>> create(const Model& model, const EngineConfig& config,
-                                                std::unique_ptr<Backend> backend);
+                                                    std::unique_ptr<Backend> backend);
   ~EngineCore();
 
   // Queues a request (thread-safe). Errors, at once: invalid options, an
@@ -79,6 +88,12 @@ class EngineCore {
   void stop();
 
   EngineMetrics metrics() const;
+  // Block accounting between steps (engine thread): the KV manager's own
+  // invariants, every block's reference count equal to the block tables that
+  // hold it, and every unfinished sequence holding exactly the blocks of its
+  // computed tokens (none past them: rejected proposals were rolled back).
+  // kInternal naming the first violation. For tests.
+  Status check_invariants() const;
   const KvCacheSpec& kv_spec() const { return kv_cache_->spec(); }
   // The backend the model runs on (e.g. for its describe() line).
   const Backend& backend() const { return *backend_; }
@@ -89,7 +104,7 @@ class EngineCore {
  private:
   struct Request;
   EngineCore(const Model& model, const EngineConfig& config, std::unique_ptr<Backend> backend,
-         std::unique_ptr<Communicator> comm, std::unique_ptr<KvCache> kv, std::unique_ptr<Transformer> transformer);
+             std::unique_ptr<Communicator> comm, std::unique_ptr<KvCache> kv, std::unique_ptr<Transformer> transformer);
   void drain_inbox();
   void finish_request(Request& r, const Status& error, bool cancelled = false);
   // Rows of the step's logits that belong to one scheduled sequence.
@@ -99,6 +114,11 @@ class EngineCore {
     int32_t position = 0;  // position of the first row's token
   };
   Status run_forward(const SchedulerOutput& out, std::vector<float>& logits, std::vector<ItemRows>& rows);
+  bool speculation_on() const { return config_.spec.enabled() || config_.proposer_factory != nullptr; }
+  // Asks the proposers of decoding sequences for this step's tokens (none
+  // when more than spec.disable_batch_size sequences run).
+  void propose();
+  std::unique_ptr<Proposer> make_proposer(uint64_t seed, int32_t choice) const;
   // Copies scheduler and KV gauges into metrics_ (read by other threads).
   void publish_gauges();
 

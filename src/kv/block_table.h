@@ -39,6 +39,13 @@ class BlockTable {
   void append(int32_t block) { blocks_.push_back(block); }
   // Removes and returns every block id, leaving the table empty.
   std::vector<int32_t> take_blocks() { return std::exchange(blocks_, {}); }
+  // Removes and returns the blocks from index `keep` on (the table keeps `keep` blocks).
+  std::vector<int32_t> take_blocks_from(size_t keep) {
+    if (keep >= blocks_.size()) return {};
+    std::vector<int32_t> tail(blocks_.begin() + static_cast<std::ptrdiff_t>(keep), blocks_.end());
+    blocks_.resize(keep);
+    return tail;
+  }
   // Returns every block to `pool`.
   void release_all(BlockPool& pool);
 

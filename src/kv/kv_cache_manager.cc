@@ -100,7 +100,14 @@ void KvCacheManager::cache_full_blocks(const std::vector<int32_t>& tokens, int64
 }
 
 void KvCacheManager::release(BlockTable& table) {
-  std::vector<int32_t> blocks = table.take_blocks();
+  release_blocks(table.take_blocks());
+}
+
+void KvCacheManager::truncate(BlockTable& table, int64_t n_tokens) {
+  release_blocks(table.take_blocks_from(static_cast<size_t>((n_tokens + block_size_ - 1) / block_size_)));
+}
+
+void KvCacheManager::release_blocks(const std::vector<int32_t>& blocks) {
   // Release the tail first so that, among one sequence's blocks, deeper
   // blocks are evicted before the prefix blocks they depend on.
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
@@ -123,7 +130,8 @@ bool KvCacheManager::check_invariants() const {
     ++seen[static_cast<size_t>(b)];
   }
   for (int32_t b : lru_) {
-    if (ref_[static_cast<size_t>(b)] != 0 || hash_[static_cast<size_t>(b)] == 0 || !in_lru_[static_cast<size_t>(b)]) return false;
+    if (ref_[static_cast<size_t>(b)] != 0 || hash_[static_cast<size_t>(b)] == 0 || !in_lru_[static_cast<size_t>(b)])
+      return false;
     ++seen[static_cast<size_t>(b)];
   }
   for (size_t b = 0; b < ref_.size(); ++b) {

@@ -61,6 +61,9 @@ class KvCacheManager {
   // Drops the table's references. Blocks with a hash stay cached (most
   // recently used last); others return to the free list. `table` is cleared.
   void release(BlockTable& table);
+  // Rolls `table` back to the blocks that hold its first n_tokens tokens
+  // (speculative decoding: rejected positions), releasing the rest as release() does.
+  void truncate(BlockTable& table, int64_t n_tokens);
 
   int32_t ref_count(int32_t block) const { return ref_[static_cast<size_t>(block)]; }
   // Checks internal consistency (every block exactly once free, cached-evictable
@@ -69,18 +72,19 @@ class KvCacheManager {
 
  private:
   std::optional<int32_t> take_block();
+  void release_blocks(const std::vector<int32_t>& blocks);  // the tail is released first
   uint64_t block_hash(uint64_t parent, const int32_t* tokens) const;
 
   int32_t block_size_;
   bool enabled_;
   uint64_t extra_key_;
-  std::vector<int32_t> ref_;       // [num_blocks] references from block tables
-  std::vector<uint64_t> hash_;     // [num_blocks] 0: no hash (not a cached full block)
-  std::vector<int32_t> free_;      // blocks with no hash and no reference
-  std::list<int32_t> lru_;         // unreferenced cached blocks, least recently used first
+  std::vector<int32_t> ref_;                           // [num_blocks] references from block tables
+  std::vector<uint64_t> hash_;                         // [num_blocks] 0: no hash (not a cached full block)
+  std::vector<int32_t> free_;                          // blocks with no hash and no reference
+  std::list<int32_t> lru_;                             // unreferenced cached blocks, least recently used first
   std::vector<std::list<int32_t>::iterator> lru_pos_;  // [num_blocks] valid when in lru_
-  std::vector<bool> in_lru_;       // [num_blocks]
-  std::unordered_map<uint64_t, int32_t> cached_;  // hash -> block
+  std::vector<bool> in_lru_;                           // [num_blocks]
+  std::unordered_map<uint64_t, int32_t> cached_;       // hash -> block
   PrefixCacheStats stats_;
 };
 

@@ -60,7 +60,9 @@ void Sampler::apply_penalties(std::vector<float>& logits) const {
 }
 
 namespace {
-bool by_logit(const auto& a, const auto& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); }
+bool by_logit(const auto& a, const auto& b) {
+  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
 }  // namespace
 
 // The k best finite logits of work_, sorted, by one scan with a size-k
@@ -139,7 +141,7 @@ void Sampler::apply_typical() {
   sorted_ = false;
 }
 
-Result<int32_t> Sampler::sample(std::span<const float> logits, int64_t position, std::span<const int32_t> suppressed) {
+Status Sampler::prepare(std::span<const float> logits, std::span<const int32_t> suppressed) {
   work_.assign(logits.begin(), logits.end());
   for (const auto& [id, bias] : params_.logit_bias) work_[static_cast<size_t>(id)] += bias;
   apply_penalties(work_);
@@ -156,7 +158,11 @@ Result<int32_t> Sampler::sample(std::span<const float> logits, int64_t position,
   }
   if (bad || std::isnan(work_[0])) return invalid_argument("the model produced NaN or +Inf logits");
   if (work_[best] == kNegInf) return invalid_argument("every token has zero probability");
-  if (params_.temperature <= 0.0f) return static_cast<int32_t>(best);
+  if (params_.temperature <= 0.0f) {
+    cand_.assign(1, Candidate{static_cast<int32_t>(best), work_[best], 1.0});
+    total_ = 1.0;
+    return {};
+  }
 
   const float inv_t = 1.0f / params_.temperature;
   if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < work_.size()) {
@@ -179,15 +185,32 @@ Result<int32_t> Sampler::sample(std::span<const float> logits, int64_t position,
     std::erase_if(cand_, [&](const Candidate& c) { return c.p < params_.min_p; });
   }
   if (params_.typical_p < 1.0f && cand_.size() > 1) apply_typical();
-  double total = 0;
-  for (const Candidate& c : cand_) total += c.p;
-  const double u = uniform(params_.seed, position) * total;
+  total_ = 0;
+  for (const Candidate& c : cand_) total_ += c.p;
+  return {};
+}
+
+int32_t Sampler::draw(double uniform01) const {
+  const double u = uniform01 * total_;
   double cum = 0;
   for (const Candidate& c : cand_) {
     cum += c.p;
     if (u < cum) return c.id;
   }
   return cand_.back().id;
+}
+
+std::vector<Sampler::Prob> Sampler::candidates() const {
+  std::vector<Prob> out;
+  out.reserve(cand_.size());
+  for (const Candidate& c : cand_) out.push_back({c.id, c.p / total_});
+  return out;
+}
+
+Result<int32_t> Sampler::sample(std::span<const float> logits, int64_t position, std::span<const int32_t> suppressed) {
+  TESSERA_RETURN_IF_ERROR(prepare(logits, suppressed));
+  if (params_.temperature <= 0.0f) return cand_[0].id;
+  return draw(uniform(params_.seed, position));
 }
 
 }  // namespace tessera

@@ -41,6 +41,23 @@ class Sampler {
   // with non-zero probability.
   Result<int32_t> sample(std::span<const float> logits, int64_t position, std::span<const int32_t> suppressed = {});
 
+  // The processed distribution p of one position, for speculative
+  // verification (speculative.h): prepare() runs every processor of sample()
+  // on `logits` (same errors) and keeps the candidates; then draw(u) is the
+  // token sample() would return for the uniform number u (inverse CDF in
+  // candidate order, so sample() == draw(uniform(seed, position))), and
+  // candidates() lists (id, p) with p normalised to sum 1. Greedy (temperature
+  // 0): one candidate, the argmax, with p = 1. Valid until the next call.
+  Status prepare(std::span<const float> logits, std::span<const int32_t> suppressed = {});
+  int32_t draw(double u) const;
+  struct Prob {
+    int32_t id;
+    double p;
+  };
+  std::vector<Prob> candidates() const;
+  // The request's seed for this sequence (after choice_seed).
+  uint64_t seed() const { return params_.seed; }
+
   // Records a generated token for the penalties.
   void accept(int32_t token);
 
@@ -63,6 +80,7 @@ class Sampler {
   std::unordered_map<int32_t, int32_t> out_counts_;  // output token -> count (presence / frequency)
   std::vector<float> work_;                          // [n_vocab] processed logits
   std::vector<Candidate> cand_;                      // candidates, sorted by logit when sorted_
+  double total_ = 0;                                 // sum of cand_[].p after prepare()
   bool sorted_ = false;
 };
 

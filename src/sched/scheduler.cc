@@ -76,9 +76,24 @@ SchedulerOutput Scheduler::schedule() {
     }
     if (preempted_self) continue;                       // running_[i] is now the next sequence
     (void)kv_.allocate(s->table, s->num_computed + n);  // cannot fail: checked above
-    out.scheduled.push_back({s, static_cast<int32_t>(n), s->num_computed + n == s->num_tokens()});
+    out.scheduled.push_back({s, static_cast<int32_t>(n), s->num_computed + n == s->num_tokens(), 0});
     budget -= n;
     ++i;
+  }
+  // 1b. Proposed tokens ride along with decode tokens, as many as the budget
+  // and the blocks left free allow (after every running sequence got its own
+  // tokens, so they never cause a preemption).
+  for (ScheduledSeq& item : out.scheduled) {
+    SeqSlot* s = item.seq;
+    if (budget <= 0) break;
+    if (s->num_spec <= 0 || s->num_tokens() - s->num_computed != 1) continue;
+    const int64_t end = s->num_computed + item.num_new_tokens;
+    int64_t spec = std::min<int64_t>(s->num_spec, budget);
+    while (spec > 0 && kv_.blocks_needed(s->table, end + spec) > kv_.num_available()) --spec;
+    if (spec == 0) continue;
+    (void)kv_.allocate(s->table, end + spec);  // cannot fail: checked above
+    item.num_spec_tokens = static_cast<int32_t>(spec);
+    budget -= spec;
   }
   // 2. Waiting sequences, while nothing was preempted this step.
   while (out.preempted.empty() && !waiting_.empty() && budget > 0 &&
@@ -101,7 +116,7 @@ SchedulerOutput Scheduler::schedule() {
     running_.push_back(s);
     s->status = SeqStatus::kRunning;
     s->ever_scheduled = true;
-    out.scheduled.push_back({s, static_cast<int32_t>(n), s->num_computed + n == s->num_tokens()});
+    out.scheduled.push_back({s, static_cast<int32_t>(n), s->num_computed + n == s->num_tokens(), 0});
     budget -= n;
   }
   out.num_tokens = static_cast<int32_t>(config_.max_num_batched_tokens - budget);
@@ -115,6 +130,13 @@ void Scheduler::on_step_done(const SchedulerOutput& out) {
     s->num_computed += item.num_new_tokens;
     kv_.cache_full_blocks(*s->tokens, s->num_computed, s->table, s->block_hashes);
   }
+}
+
+void Scheduler::commit_spec(SeqSlot* seq, int32_t accepted) {
+  if (seq->status != SeqStatus::kRunning) return;
+  seq->num_computed += accepted;
+  kv_.cache_full_blocks(*seq->tokens, seq->num_computed, seq->table, seq->block_hashes);
+  kv_.truncate(seq->table, seq->num_computed);
 }
 
 void Scheduler::finish(SeqSlot* seq) {

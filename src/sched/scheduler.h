@@ -9,7 +9,9 @@
 // sequence with the lowest priority, most recently admitted, is preempted by
 // recomputation: its blocks are released (full ones stay in the prefix cache)
 // and it returns to the queue. The oldest highest-priority sequence always
-// makes progress, so there is no deadlock or livelock. Pure host logic.
+// makes progress, so there is no deadlock or livelock. A decoding sequence
+// with proposed tokens (speculative decoding) also gets rows for them, within
+// the budget and the free blocks (they never cause a preemption). Pure host logic.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +34,10 @@ struct ScheduledSeq {
   SeqSlot* seq;
   int32_t num_new_tokens;  // tokens [num_computed, num_computed + num_new_tokens) run this step
   bool needs_logits;       // the chunk reaches the sequence's last token: sample after it
+  // Proposed tokens verified after the decode token (positions num_tokens..),
+  // <= seq->num_spec; their K/V is written but num_computed does not count
+  // them until commit_spec().
+  int32_t num_spec_tokens = 0;
 };
 
 struct SchedulerOutput {
@@ -54,6 +60,11 @@ class Scheduler {
   void on_step_done(const SchedulerOutput& out);
   // Removes a finished or cancelled sequence and frees its blocks.
   void finish(SeqSlot* seq);
+  // After verification of a step's proposed tokens: the first `accepted` of
+  // them (now the sequence's tokens) count as computed, their full blocks
+  // join the prefix cache, and the blocks past num_computed are freed (the
+  // rejected positions' K/V is rolled back).
+  void commit_spec(SeqSlot* seq, int32_t accepted);
 
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }

@@ -32,6 +32,7 @@ struct SeqSlot {
   int64_t num_computed = 0;            // tokens whose K/V are in the cache
   int64_t num_cached = 0;              // prompt tokens taken from the prefix cache at first admission
   int32_t num_preemptions = 0;
+  int32_t num_spec = 0;  // proposed tokens (speculative decoding) to verify after its decode token, when it decodes
   bool ever_scheduled = false;
   bool use_prefix_cache = true;  // false: admission never takes cached blocks (prompt logits needed)
   SeqStatus status = SeqStatus::kWaiting;

@@ -199,16 +199,28 @@ std::string CompletionJob::on_finished(size_t p, const RequestEvent& ev) {
 }
 
 Json CompletionJob::usage() const {
-  int64_t prompt = 0, completion = 0, cached = 0;
+  int64_t prompt = 0, completion = 0, cached = 0, proposed = 0, accepted = 0, spec_steps = 0;
   for (const auto& m : metrics_) {
     prompt += m.prompt_tokens;
     cached += m.cached_tokens;
+    proposed += m.spec_proposed_tokens;
+    accepted += m.spec_accepted_tokens;
+    spec_steps += m.spec_steps;
   }
   for (const auto& r : results_) completion += static_cast<int64_t>(r.tokens.size());
-  return {{"prompt_tokens", prompt},
-          {"completion_tokens", completion},
-          {"total_tokens", prompt + completion},
-          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+  Json u = {{"prompt_tokens", prompt},
+            {"completion_tokens", completion},
+            {"total_tokens", prompt + completion},
+            {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+  // tessera's extension, only when the request speculated.
+  if (proposed > 0) {
+    u["speculative"] = {{"proposed_tokens", proposed},
+                        {"accepted_tokens", accepted},
+                        {"acceptance_rate", static_cast<double>(accepted) / static_cast<double>(proposed)},
+                        {"mean_accepted_length",
+                         spec_steps > 0 ? static_cast<double>(accepted) / static_cast<double>(spec_steps) : 0.0}};
+  }
+  return u;
 }
 
 Json CompletionJob::response() const {

@@ -42,6 +42,17 @@ std::string ServerMetrics::render(const EngineMetrics& e, int64_t kv_blocks_tota
   w.counter("tessera_prefix_cache_hits_total", "Prompt tokens found in the prefix cache.",
             static_cast<double>(e.prefix_hit_tokens));
   w.counter("tessera_num_preemptions_total", "Sequences preempted (recomputed later).", static_cast<double>(e.preemptions));
+  // Speculative decoding (vLLM's spec_decode names).
+  w.counter("tessera_spec_decode_num_draft_tokens_total", "Proposed tokens verified by the target model.",
+            static_cast<double>(e.spec_proposed_tokens));
+  w.counter("tessera_spec_decode_num_accepted_tokens_total", "Proposed tokens accepted.",
+            static_cast<double>(e.spec_accepted_tokens));
+  w.counter("tessera_spec_decode_num_drafts_total", "Sequence-steps that verified proposed tokens.",
+            static_cast<double>(e.spec_steps));
+  w.gauge("tessera_spec_decode_acceptance_rate", "Accepted / proposed tokens since start (0 without speculation).",
+          e.spec_acceptance_rate());
+  w.gauge("tessera_spec_decode_mean_accepted_length", "Accepted tokens per verifying sequence-step since start.",
+          e.spec_mean_accepted_length());
   w.counter("tessera_request_success_total", "Finished requests (choices) by finish reason.",
             {{{{"finished_reason", "stop"}}, static_cast<double>(e.finished_stop)},
              {{{"finished_reason", "length"}}, static_cast<double>(e.finished_length)},

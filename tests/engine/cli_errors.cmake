@@ -29,6 +29,13 @@ expect_error(2 run -m ${STORIES} -p hi --top-p 0)
 expect_error(2 run -m ${STORIES} -p hi --threads 0)
 expect_error(2 run -m ${STORIES})
 expect_error(2 frobnicate)
+# Speculative decoding flags: usage errors, one line each.
+expect_error_matching(2 "--spec-k" run -m ${STORIES} -p hi --spec ngram --spec-k 0)
+expect_error_matching(2 "--spec-ngram-min/--spec-ngram-max must satisfy 1 <= min <= max"
+                      run -m ${STORIES} -p hi --spec ngram --spec-ngram-min 3 --spec-ngram-max 2)
+expect_error(2 run -m ${STORIES} -p hi --spec medusa)
+expect_error(2 serve -m ${STORIES} --spec ngram --spec-disable-batch-size 0)
+expect_error(2 bench -m ${STORIES} --spec ngram --spec-k 40)
 expect_error(1 run -m /nonexistent.gguf -p hi)
 expect_error(1 run -m ${CMAKE_CURRENT_LIST_FILE} -p hi)
 expect_error(1 run -m ${STORIES} -p "Once upon a time there was a dog" --ctx-size 4)

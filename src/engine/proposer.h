@@ -1,0 +1,45 @@
+// Proposer: where the draft tokens of speculative decoding come from (Leviathan
+// et al. 2023, arXiv:2211.17192; Chen et al. 2023, arXiv:2302.01318). The
+// engine keeps one Proposer per speculating sequence; before a decode step it
+// asks for up to k tokens to follow the sequence, and the target model scores
+// them (plus one bonus position) in that step's forward pass
+// (docs/architecture.md, "Speculative decoding").
+//
+// A proposer is deterministic (q is one-hot at each proposed token: n-gram
+// prompt lookup) or random (it drew token i from a distribution q_i it
+// returns). Verification (speculative.h) is exact for either, provided a
+// random proposer's draws are independent of the engine's own uniforms.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace tessera {
+
+struct Proposal {
+  std::vector<int32_t> tokens;  // [m] proposed tokens, m <= k; empty: no proposal this step
+  // [m * n_vocab] q_i over the vocabulary for each proposed token (rows sum
+  // to 1; tokens[i] drawn from row i); empty for a deterministic proposer.
+  std::vector<float> q;
+  void clear() {
+    tokens.clear();
+    q.clear();
+  }
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  // Proposes up to k tokens to follow `tokens` (the sequence's prompt and
+  // accepted output; between calls it only grows). `position` of the first
+  // proposed token is tokens.size(). Writes `out` (cleared first).
+  virtual void propose(std::span<const int32_t> tokens, int32_t k, Proposal& out) = 0;
+};
+
+// Makes the proposer of one sequence: (request seed after choice_seed, choice).
+using ProposerFactory = std::function<std::unique_ptr<Proposer>(uint64_t seed, int32_t choice)>;
+
+}  // namespace tessera

@@ -1,0 +1,18 @@
+#include "tessera/speculative_options.h"
+
+namespace tessera {
+
+Status SpeculativeOptions::validate() const {
+  if (!method.empty() && method != "ngram")
+    return invalid_argument("--spec: unknown method '" + method + "' (expected ngram)");
+  if (k < 1 || k > 32) return invalid_argument("--spec-k must be in [1, 32], got " + std::to_string(k));
+  if (ngram_min < 1 || ngram_max > 16 || ngram_min > ngram_max) {
+    return invalid_argument("--spec-ngram-min/--spec-ngram-max must satisfy 1 <= min <= max <= 16, got " +
+                            std::to_string(ngram_min) + " and " + std::to_string(ngram_max));
+  }
+  if (disable_batch_size < 1)
+    return invalid_argument("--spec-disable-batch-size must be >= 1, got " + std::to_string(disable_batch_size));
+  return {};
+}
+
+}  // namespace tessera
