@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -529,6 +530,11 @@ Runner register_bench_serve(CLI::App& app) {
     if (!o->plot.empty() && !plot_path_ok(o->plot)) {
       fmt::print(stderr, "tessera: error: --plot {}: the file must end in .svg or .html (see --help)\n", o->plot);
       return kExitUsage;
+    }
+    if (!o->plot.empty()) {
+      // Fail before the run, not after it: the plot file must be writable.
+      std::ofstream probe(o->plot, std::ios::app);
+      if (!probe) return fail(invalid_argument("--plot " + o->plot + ": cannot write the plot"));
     }
     return bench_serve_main(*o, *levels);
   };

@@ -45,7 +45,8 @@ Runner register_quantize(CLI::App& app) {
       ->required();
   sub->add_option("output", o->output, "Output .gguf path")->required();
   sub->add_option("type", o->type, "Target: q8_0, q4_0, q4_1, q5_0, q5_1, q2_k..q6_k, f16, bf16, f32, q4_k_m, q5_k_m")
-      ->required();
+      ->required()
+      ->check(CLI::IsMember(tools::quantize_type_names()));
   sub->add_option("-t,--threads", o->threads, "Worker threads (default: physical cores)")->check(CLI::Range(1, 1024));
   return [o] { return quantize_main(*o); };
 }

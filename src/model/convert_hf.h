@@ -32,6 +32,7 @@
 #include "core/dtype.h"
 #include "formats/gguf_writer.h"
 #include "tessera/status.h"
+#include "tessera/tools.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tessera {
@@ -43,13 +44,8 @@ struct ConvertOptions {
   DType dtype = DType::kF16;
 };
 
-struct ConvertSummary {
-  int n_tensors = 0;
-  int64_t n_parameters = 0;
-  uint64_t tensor_bytes = 0;       // bytes of tensor data written
-  bool wrote_tokenizer = false;
-  std::vector<std::string> notes;  // fallbacks and choices worth telling the user
-};
+// What a conversion wrote (the public tools::ConvertSummary, tessera/tools.h).
+using ConvertSummary = tools::ConvertSummary;
 
 // Converts the model in `hf_dir` and writes `out_path`. The directory is
 // loaded (and validated) exactly as Model::load does. Every tensor is held in

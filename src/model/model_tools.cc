@@ -25,8 +25,7 @@ Result<ConvertSummary> convert_hf(const std::string& hf_dir, const std::string& 
   }
   tessera::ConvertOptions internal;
   internal.dtype = *dtype_from_name(options.dtype);
-  TESSERA_ASSIGN_OR_RETURN(tessera::ConvertSummary s, convert_hf_to_gguf(hf_dir, out_path, internal));
-  return ConvertSummary{s.n_tensors, s.n_parameters, s.tensor_bytes, s.wrote_tokenizer, std::move(s.notes)};
+  return convert_hf_to_gguf(hf_dir, out_path, internal);
 }
 
 std::vector<std::string> quantize_type_names() {
@@ -38,8 +37,7 @@ Result<QuantizeSummary> quantize(const std::string& in_path, const std::string& 
   const std::optional<QuantScheme> scheme = quant_scheme_from_name(type);
   if (!scheme) return invalid_argument("unknown quantization type '" + type + "'");
   ThreadPool pool(std::max(1, threads));
-  TESSERA_ASSIGN_OR_RETURN(tessera::QuantizeSummary s, quantize_model(in_path, out_path, *scheme, pool, progress));
-  return QuantizeSummary{s.n_tensors, s.n_quantized, s.bytes_in, s.bytes_out, std::move(s.notes)};
+  return quantize_model(in_path, out_path, *scheme, pool, progress);
 }
 
 std::vector<std::string> random_model_shape_names() {

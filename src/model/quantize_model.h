@@ -16,6 +16,7 @@
 #include "core/thread_pool.h"
 #include "model/model_weights.h"
 #include "tessera/status.h"
+#include "tessera/tools.h"
 
 namespace tessera {
 
@@ -50,16 +51,10 @@ DType quant_fallback_type(DType t, int64_t cols);
 // 17 q5_k_m, 18 q6_k, 32 bf16.
 uint32_t quant_scheme_file_type(const QuantScheme& scheme);
 
-struct QuantizeSummary {
-  int n_tensors = 0;
-  int n_quantized = 0;
-  uint64_t bytes_in = 0;   // tensor data read
-  uint64_t bytes_out = 0;  // tensor data written
-  std::vector<std::string> notes;  // one line per fallback
-};
-
-// Called after each tensor: (tensors done, tensor count, name).
-using QuantizeProgress = std::function<void(int, int, const std::string&)>;
+// What a requantization wrote, and its progress callback (after each
+// tensor: tensors done, tensor count, name): the public tools:: types (tessera/tools.h).
+using QuantizeSummary = tools::QuantizeSummary;
+using QuantizeProgress = tools::Progress;
 
 // Requantizes `in_path` (a GGUF file with matrices of any type tessera reads,
 // or a Hugging Face directory, converted first to a temporary f32 GGUF next

@@ -46,7 +46,7 @@ Result<std::unique_ptr<Server>> Server::create(Engine& engine, ServerConfig conf
                                                            : std::string();
   if (!source.empty() && vocab != nullptr) {
     auto t = ChatFormatter::create(*vocab, source);
-    if (!t.ok()) return Status(t.status().code(), "chat template: " + t.status().message());
+    if (!t.ok()) return t.status();  // "chat template: line L, column C: ..."
     st.chat = std::move(*t);
   }
   st.config = std::move(config);
@@ -85,7 +85,8 @@ Status Server::start() {
 }
 
 void Server::stop(std::chrono::milliseconds grace) {
-  if (stopped_) return;
+  // A server whose create() failed (a bad chat template) has no io context yet.
+  if (stopped_ || !impl_) return;
   stopped_ = true;
   state_->stopping.store(true);
   if (impl_->acceptor) {

@@ -114,6 +114,17 @@ class ServerTest : public ::testing::Test {
 
 Engine* ServerTest::engine_ = nullptr;
 
+TEST_F(ServerTest, BadChatTemplateIsOneErrorNotACrash) {
+  // create() fails before the server has an io context; destroying it must not touch one.
+  for (const char* bad : {"{% if %}", "{{ x", "{% endif %}"}) {
+    ServerConfig cfg;
+    cfg.chat_template = bad;
+    auto s = Server::create(*engine_, cfg);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.status().message().find("chat template"), std::string::npos) << s.status().message();
+  }
+}
+
 TEST_F(ServerTest, HealthAndModels) {
   const uint16_t port = start();
   auto h = http_request(port, "GET", "/health", "");
