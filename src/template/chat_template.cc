@@ -21,6 +21,21 @@ Status to_status(const tmpl::TemplateError& err) {
   return Status(err.code, std::move(msg));
 }
 
+// The Status of the exception being handled by a render (call only inside a catch block).
+Status current_render_error() {
+  try {
+    throw;
+  } catch (const tmpl::TemplateError& err) {
+    return to_status(err);
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("chat template: out of memory while rendering");
+  } catch (const std::exception& e) {
+    return internal_error(std::string("chat template: ") + e.what());
+  } catch (...) {
+    return internal_error("chat template: unknown error while rendering");
+  }
+}
+
 template <typename Json>
 Result<std::string> render_json(const std::shared_ptr<const tmpl::Program>& program, const Json& context,
                                 int64_t time_limit_ms) {
@@ -30,12 +45,8 @@ Result<std::string> render_json(const std::shared_ptr<const tmpl::Program>& prog
     tmpl::Interpreter interp(*program, ctx, std::chrono::milliseconds(time_limit_ms));
     tmpl::Value out = interp.render();
     return out.as_string();
-  } catch (const tmpl::TemplateError& err) {
-    return to_status(err);
-  } catch (const std::bad_alloc&) {
-    return resource_exhausted("chat template: out of memory while rendering");
-  } catch (const std::exception& e) {
-    return internal_error(std::string("chat template: ") + e.what());
+  } catch (...) {
+    return current_render_error();
   }
 }
 
@@ -94,12 +105,8 @@ Result<RenderedText> ChatTemplate::render_tagged(const nlohmann::ordered_json& c
     }
     if (pos < r.text.size()) r.spans.push_back({pos, r.text.size(), SpanOrigin::kTemplate});
     return r;
-  } catch (const tmpl::TemplateError& err) {
-    return to_status(err);
-  } catch (const std::bad_alloc&) {
-    return resource_exhausted("chat template: out of memory while rendering");
-  } catch (const std::exception& e) {
-    return internal_error(std::string("chat template: ") + e.what());
+  } catch (...) {
+    return current_render_error();
   }
 }
 
