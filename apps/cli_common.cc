@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "tessera/byte_size.h"
+#include "tessera/parallel.h"
 #include "tessera/system.h"
 
 namespace tessera::cli {
@@ -28,6 +29,15 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
   for (const std::string& n : device_names()) devices += (devices.empty() ? "" : ", ") + n;
   app.add_option("--device", f.device, "Backend that runs the model (this build has: " + devices + ")")
       ->check(CLI::IsMember(device_names()));
+  app.add_option("--tensor-parallel-size", f.parallel.tensor_parallel_size,
+                 "Ranks splitting every weight matrix (run under mpirun -np T*P)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--pipeline-parallel-size", f.parallel.pipeline_parallel_size,
+                 "Pipeline stages of consecutive layers (run under mpirun -np T*P)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--pp-layer-split", f.parallel.pp_layer_split,
+                 "Layers per pipeline stage, e.g. 12,10 (default: even)")
+      ->delimiter(',');
 }
 
 Isa isa_from_environment() {
@@ -64,13 +74,35 @@ Result<EngineOptions> engine_options(const EngineFlags& engine, const SchedulerF
   o.max_num_batched_tokens = sched.max_num_batched_tokens;
   o.enable_prefix_cache = !sched.no_prefix_cache;
   o.spec = sched.spec;
+  o.parallel = engine.parallel;
   return o;
+}
+
+Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& o) {
+  const int world = o.parallel.world_size();
+  if (world > 1) {
+    if (launched_ranks() != world) {
+      return invalid_argument(fmt::format(
+          "--tensor-parallel-size {} x --pipeline-parallel-size {} runs on {} ranks: start it with mpirun -np {} "
+          "tessera ... ({} ranks were started)",
+          o.parallel.tensor_parallel_size, o.parallel.pipeline_parallel_size, world, world, launched_ranks()));
+    }
+    TESSERA_RETURN_IF_ERROR(init_parallel(world));
+    if (const int rank = parallel_rank(); rank != 0) {
+      // A worker: rank 0 reports load and shard errors; this rank's own
+      // failure during a step is its one line.
+      const Status st = run_parallel_worker(o.model);
+      if (!st.ok()) fmt::print(stderr, "tessera: rank {}: error: {}\n", rank, st.message());
+      std::exit(st.ok() ? 0 : 1);
+    }
+  }
+  return Engine::create(o);
 }
 
 Result<std::unique_ptr<Engine>> create_engine(const EngineFlags& engine, const SchedulerFlags& sched,
                                               int64_t ctx_size) {
   TESSERA_ASSIGN_OR_RETURN(EngineOptions o, engine_options(engine, sched, ctx_size));
-  return Engine::create(o);
+  return open_engine(o);
 }
 
 void add_spec_flags(CLI::App& app, SpeculativeOptions& s) {

@@ -35,6 +35,7 @@ struct EngineFlags {
   std::string kv_cache_dtype = "auto"; // auto, f16, bf16, f32, int8 or fp8
   std::string quantize;                // load-time quantization (q8_0, q4_0, q4_k); empty: none
   std::string device = "cpu";          // --device: a backend_names() entry
+  ParallelOptions parallel;            // --tensor-parallel-size, --pipeline-parallel-size, --pp-layer-split
 };
 
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
@@ -55,7 +56,14 @@ Result<uint64_t> kv_memory_bytes(const EngineFlags& flags);
 // scheduler. Errors: a bad --kv-cache-memory.
 Result<EngineOptions> engine_options(const EngineFlags& engine, const SchedulerFlags& sched, int64_t ctx_size = 0);
 
-// Loads the model and creates the engine engine_options() describes.
+// Creates the engine `options` describe. For a parallel run
+// (options.parallel.world_size() > 1) it first starts MPI; on ranks other
+// than 0 it then serves rank 0's engines and exits the process when rank 0
+// does (never returning). Errors: a parallel size outside mpirun (or with
+// another number of ranks), a build without MPI, Engine::create's.
+Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options);
+
+// Loads the model and creates the engine engine_options() describes (open_engine).
 Result<std::unique_ptr<Engine>> create_engine(const EngineFlags& engine, const SchedulerFlags& sched,
                                               int64_t ctx_size = 0);
 

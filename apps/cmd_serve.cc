@@ -36,7 +36,7 @@ int serve_main(ServeOptions o) {
     ss << in.rdbuf();
     o.server.chat_template = ss.str();
   }
-  auto engine = Engine::create(*options);
+  auto engine = open_engine(*options);
   if (!engine.ok()) return fail(engine.status());
   o.server.webui = !o.no_webui;
   auto srv = server::Server::create(**engine, o.server);

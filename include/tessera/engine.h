@@ -27,6 +27,7 @@
 #include "tessera/request_event.h"
 #include "tessera/request_outcome.h"
 #include "tessera/results.h"
+#include "tessera/parallel.h"
 #include "tessera/speculative_options.h"
 #include "tessera/status.h"
 #include "tessera/vocab.h"
@@ -46,6 +47,9 @@ struct EngineOptions {
   int32_t max_num_batched_tokens = 512;  // tokens per step (prefill chunks)
   bool enable_prefix_cache = true;       // reuse KV blocks of shared prompt prefixes
   SpeculativeOptions spec;               // speculative decoding (off unless spec.method is set)
+  // Tensor/pipeline parallelism across MPI ranks (tessera/parallel.h); the
+  // default runs in this process alone. KV memory is per rank.
+  ParallelOptions parallel;
 };
 
 // What the loaded model is.
