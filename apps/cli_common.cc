@@ -78,16 +78,29 @@ Result<EngineOptions> engine_options(const EngineFlags& engine, const SchedulerF
   return o;
 }
 
-Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& o) {
+namespace {
+
+// A parallel run's setup error: rank 0 prints it, the other ranks (which
+// see the same error) exit quietly.
+Status parallel_setup(const EngineOptions& o) {
   const int world = o.parallel.world_size();
-  if (world > 1) {
-    if (launched_ranks() != world) {
-      return invalid_argument(fmt::format(
-          "--tensor-parallel-size {} x --pipeline-parallel-size {} runs on {} ranks: start it with mpirun -np {} "
-          "tessera ... ({} ranks were started)",
-          o.parallel.tensor_parallel_size, o.parallel.pipeline_parallel_size, world, world, launched_ranks()));
+  if (launched_ranks() != world) {
+    return invalid_argument(fmt::format(
+        "--tensor-parallel-size {} x --pipeline-parallel-size {} runs on {} ranks: start it with mpirun -np {} "
+        "tessera ... ({} started)",
+        o.parallel.tensor_parallel_size, o.parallel.pipeline_parallel_size, world, world, launched_ranks()));
+  }
+  return init_parallel(world);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& o) {
+  if (o.parallel.world_size() > 1) {
+    if (Status st = parallel_setup(o); !st.ok()) {
+      if (launched_rank() != 0) std::exit(1);
+      return st;
     }
-    TESSERA_RETURN_IF_ERROR(init_parallel(world));
     if (const int rank = parallel_rank(); rank != 0) {
       // A worker: rank 0 reports load and shard errors; this rank's own
       // failure during a step is its one line.

@@ -29,6 +29,9 @@ bool parallel_available();
 // The number of ranks the MPI launcher started this process among (1 when
 // not started by one): Open MPI's OMPI_COMM_WORLD_SIZE, or PMI_SIZE.
 int launched_ranks();
+// This process's rank as the launcher numbered it (OMPI_COMM_WORLD_RANK or
+// PMI_RANK; 0 when not started by one), known before init_parallel.
+int launched_rank();
 // Initialises MPI for `world_size` ranks; once per process, on every rank,
 // before the first Engine. Errors: a build without MPI (kUnimplemented), a
 // launch with another number of ranks (kInvalidArgument, naming both).

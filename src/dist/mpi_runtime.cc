@@ -41,6 +41,13 @@ int launched_world_size() {
   return 1;
 }
 
+int launched_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
+    if (std::getenv(name) != nullptr) return env_int(name);
+  }
+  return 0;
+}
+
 #ifdef TESSERA_HAVE_MPI
 
 bool built_with_mpi() { return true; }

@@ -22,6 +22,8 @@ bool built_with_mpi();
 // or PMI_SIZE / PMIX_RANK from other launchers), with the world size it gave
 // (1 when not launched by one).
 int launched_world_size();
+// This process's rank as the launcher numbered it (0 when not launched by one).
+int launched_rank();
 // Initialises MPI once (later calls return the first result). Errors:
 // kUnimplemented without MPI in the build, kInternal when MPI_Init fails or
 // cannot give MPI_THREAD_SERIALIZED.
