@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 
 #include "tessera/byte_size.h"
@@ -103,7 +104,10 @@ Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& o) {
     }
     if (const int rank = parallel_rank(); rank != 0) {
       // A worker: rank 0 reports load and shard errors; this rank's own
-      // failure during a step is its one line.
+      // failure during a step is its one line. mpirun forwards SIGTERM/SIGINT
+      // to every rank: rank 0 drains and tells the workers to exit.
+      std::signal(SIGTERM, SIG_IGN);
+      std::signal(SIGINT, SIG_IGN);
       const Status st = run_parallel_worker(o.model);
       if (!st.ok()) fmt::print(stderr, "tessera: rank {}: error: {}\n", rank, st.message());
       std::exit(st.ok() ? 0 : 1);
