@@ -263,13 +263,17 @@ Status EngineCore::run_forward(const SchedulerOutput& out, std::vector<float>& l
     }
     if (item.num_new_tokens > 1 || !item.needs_logits) prompt_tokens += item.num_new_tokens;
   }
+  const CommStats c0 = executor_->comm_stats();
   const auto t0 = Clock::now();
   const Status st = executor_->forward(b, logits);
   const double ms = ms_between(t0, Clock::now());
+  const CommStats c1 = executor_->comm_stats();
   std::lock_guard<std::mutex> lock(mu_);
   ++metrics_.steps;
   metrics_.prompt_tokens_computed += prompt_tokens;
   (prompt_tokens > 0 ? metrics_.prefill_ms : metrics_.decode_ms) += ms;
+  (prompt_tokens > 0 ? metrics_.prefill_comm_ms : metrics_.decode_comm_ms) += 1000.0 * (c1.seconds - c0.seconds);
+  (prompt_tokens > 0 ? metrics_.prefill_comm_bytes : metrics_.decode_comm_bytes) += c1.bytes - c0.bytes;
   if (prompt_tokens == 0) {
     metrics_.decode_tokens += b.n_tokens();
     ++metrics_.decode_steps;
