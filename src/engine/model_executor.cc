@@ -106,6 +106,11 @@ Status ModelExecutor::build(const Model& model, const ExecutorConfig& config, in
       TESSERA_ASSIGN_OR_RETURN(backend_, create_backend(config.backend));
     }
     TESSERA_ASSIGN_OR_RETURN(transformer_, Transformer::create(c, weights_.weights, plan, *backend_, tp, world));
+    if (!weights_.owned.empty() && transformer_->row_parallel_weights_copied()) {
+      // The backend holds its own copies: the column splits are not read again.
+      for (LayerWeights& l : weights_.weights.layers) l.wo.data = l.w_down.data = nullptr;
+      std::vector<std::vector<uint8_t>>().swap(weights_.owned);
+    }
     spec.n_layers = plan.n_layers();
     spec.n_kv_heads = plan.n_kv_heads;
     spec.head_dim = c.head_dim;

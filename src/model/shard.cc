@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include "core/mapped_file.h"
+
 namespace tessera {
 
 namespace {
@@ -131,6 +133,9 @@ Result<ShardedWeights> shard_weights(const ModelWeights& full, const ModelConfig
     for (int64_t r = 0; r < m.rows; ++r) {
       std::memcpy(buf.data() + static_cast<size_t>(r) * dst_row, src + static_cast<size_t>(r) * src_row + off, dst_row);
     }
+    // The copy replaces every row of the file's matrix on this rank: its
+    // pages (all touched by the copy) need not stay resident.
+    MappedFile::release_pages(m.data, static_cast<size_t>(m.bytes()));
     v.data = buf.data();
     return v;
   };

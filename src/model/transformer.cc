@@ -102,6 +102,11 @@ Result<std::unique_ptr<Transformer>> Transformer::create(const ModelConfig& conf
   return t;
 }
 
+bool Transformer::row_parallel_weights_copied() const {
+  return std::all_of(layers_.begin(), layers_.end(),
+                     [](const Layer& l) { return !l.wo->reads_source() && !l.w_down->reads_source(); });
+}
+
 Status Transformer::validate(const ForwardBatch& b, const KvCache& kv) const {
   const size_t n = b.token_ids.size();
   if (n == 0) return invalid_argument("empty batch");

@@ -64,6 +64,10 @@ class Transformer {
 
   const ModelConfig& config() const { return config_; }
   const ShardPlan& plan() const { return plan_; }
+  // Whether the backend made its own copy of every row-parallel matrix
+  // (attention output, down): then a shard's column-split copies
+  // (ShardedWeights::owned) are no longer read and can be freed.
+  bool row_parallel_weights_copied() const;
   Backend& backend() { return backend_; }
 
  private:
