@@ -36,8 +36,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
   app.add_option("--pipeline-parallel-size", f.parallel.pipeline_parallel_size,
                  "Pipeline stages of consecutive layers (run under mpirun -np T*P)")
       ->check(CLI::Range(1, 1024));
-  app.add_option("--pp-layer-split", f.parallel.pp_layer_split,
-                 "Layers per pipeline stage, e.g. 12,10 (default: even)")
+  app.add_option("--pp-layer-split", f.parallel.pp_layer_split, "Layers per pipeline stage, e.g. 12,10 (default: even)")
       ->delimiter(',');
 }
 

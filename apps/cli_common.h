@@ -29,13 +29,13 @@ int check_spec_flags(const SpeculativeOptions& spec);
 
 struct EngineFlags {
   std::string model;
-  int threads = 0;                     // 0: physical cores
-  int64_t ctx_size = 0;                // 0: min(trained context, 4096)
-  std::string kv_cache_memory;         // e.g. "64MiB"; overrides ctx_size
-  std::string kv_cache_dtype = "auto"; // auto, f16, bf16, f32, int8 or fp8
-  std::string quantize;                // load-time quantization (q8_0, q4_0, q4_k); empty: none
-  std::string device = "cpu";          // --device: a backend_names() entry
-  ParallelOptions parallel;            // --tensor-parallel-size, --pipeline-parallel-size, --pp-layer-split
+  int threads = 0;                      // 0: physical cores
+  int64_t ctx_size = 0;                 // 0: min(trained context, 4096)
+  std::string kv_cache_memory;          // e.g. "64MiB"; overrides ctx_size
+  std::string kv_cache_dtype = "auto";  // auto, f16, bf16, f32, int8 or fp8
+  std::string quantize;                 // load-time quantization (q8_0, q4_0, q4_k); empty: none
+  std::string device = "cpu";           // --device: a backend_names() entry
+  ParallelOptions parallel;             // --tensor-parallel-size, --pipeline-parallel-size, --pp-layer-split
 };
 
 void add_engine_flags(CLI::App& app, EngineFlags& flags);

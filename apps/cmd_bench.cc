@@ -180,7 +180,6 @@ int spec_bench_main(const BenchOptions& o) {
   return 0;
 }
 
-
 int bench_main(const BenchOptions& o) {
   if (o.spec.enabled()) return spec_bench_main(o);
   const int threads = resolve_threads(o.engine);

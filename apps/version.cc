@@ -50,8 +50,8 @@ std::string version_text() {
       TESSERA_SANITIZED ? ", ASan+UBSan" : "", fmt::join(device_names(), ", "),
       parallel_available() ? "mpi (mpirun -np T*P tessera ... --tensor-parallel-size T --pipeline-parallel-size P)"
                            : "none (built without MPI)",
-      join(compiled),
-      isa_name(isa_from_environment()), join(supported_isas()), cpu_has_avx512_vnni() ? "yes" : "no", physical_cores());
+      join(compiled), isa_name(isa_from_environment()), join(supported_isas()), cpu_has_avx512_vnni() ? "yes" : "no",
+      physical_cores());
 }
 
 }  // namespace tessera::cli

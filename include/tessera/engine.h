@@ -24,10 +24,10 @@
 #include "tessera/backend_options.h"
 #include "tessera/engine_metrics.h"
 #include "tessera/generation_options.h"
+#include "tessera/parallel.h"
 #include "tessera/request_event.h"
 #include "tessera/request_outcome.h"
 #include "tessera/results.h"
-#include "tessera/parallel.h"
 #include "tessera/speculative_options.h"
 #include "tessera/status.h"
 #include "tessera/vocab.h"
@@ -35,11 +35,11 @@
 namespace tessera {
 
 struct EngineOptions {
-  std::string model;                     // path: a .gguf file or a Hugging Face model directory
-  std::string quantize;                  // "" (as stored), "q8_0", "q4_0" or "q4_k": requantize the matrices at load
-  BackendOptions backend;                // device ("cpu"), threads and kernel switches
-  int64_t ctx_size = 0;                  // tokens of one sequence; 0: min(the model's trained context, 4096)
-  uint64_t kv_cache_memory = 0;          // bytes for the KV cache; 0: sized by ctx_size
+  std::string model;             // path: a .gguf file or a Hugging Face model directory
+  std::string quantize;          // "" (as stored), "q8_0", "q4_0" or "q4_k": requantize the matrices at load
+  BackendOptions backend;        // device ("cpu"), threads and kernel switches
+  int64_t ctx_size = 0;          // tokens of one sequence; 0: min(the model's trained context, 4096)
+  uint64_t kv_cache_memory = 0;  // bytes for the KV cache; 0: sized by ctx_size
   // "auto" (the weights' float type for F32/F16/BF16 models, f16 for
   // quantized ones, as vLLM's auto), "f16", "bf16", "f32", "int8" or "fp8".
   std::string kv_cache_dtype = "auto";

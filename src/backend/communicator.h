@@ -27,9 +27,9 @@ class Backend;
 // What a communicator moved and how long its calls took (for `tessera bench`
 // under mpirun: communication time and bytes per step).
 struct CommStats {
-  uint64_t calls = 0;   // collective and point-to-point calls
-  uint64_t bytes = 0;   // payload bytes this rank contributed (sent or broadcast)
-  double seconds = 0;   // wall time inside the calls
+  uint64_t calls = 0;  // collective and point-to-point calls
+  uint64_t bytes = 0;  // payload bytes this rank contributed (sent or broadcast)
+  double seconds = 0;  // wall time inside the calls
 };
 
 class Communicator {

@@ -61,8 +61,8 @@ class MpiCommunicator final : public Communicator {
     mine_.resize(count);
     all_.resize(count * static_cast<size_t>(size_));
     backend.download(mine_.data(), data, count * sizeof(float));
-    const int rc = MPI_Allgather(mine_.data(), static_cast<int>(n), MPI_FLOAT, all_.data(), static_cast<int>(n),
-                                 MPI_FLOAT, comm_);
+    const int rc =
+        MPI_Allgather(mine_.data(), static_cast<int>(n), MPI_FLOAT, all_.data(), static_cast<int>(n), MPI_FLOAT, comm_);
     if (rc != MPI_SUCCESS) return mpi_error("all-reduce (allgather)", rc);
     // Σ in rank order: the same bits on every rank.
     for (size_t i = 0; i < count; ++i) mine_[i] = all_[i];
@@ -81,8 +81,8 @@ class MpiCommunicator final : public Communicator {
     mine_.resize(count);
     all_.resize(count * static_cast<size_t>(size_));
     backend.download(mine_.data(), send, count * sizeof(float));
-    const int rc = MPI_Allgather(mine_.data(), static_cast<int>(n), MPI_FLOAT, all_.data(), static_cast<int>(n),
-                                 MPI_FLOAT, comm_);
+    const int rc =
+        MPI_Allgather(mine_.data(), static_cast<int>(n), MPI_FLOAT, all_.data(), static_cast<int>(n), MPI_FLOAT, comm_);
     if (rc != MPI_SUCCESS) return mpi_error("all-gather", rc);
     backend.upload(recv, all_.data(), all_.size() * sizeof(float));
     account(count * sizeof(float), t0);

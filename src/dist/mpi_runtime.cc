@@ -50,7 +50,9 @@ int launched_rank() {
 
 #ifdef TESSERA_HAVE_MPI
 
-bool built_with_mpi() { return true; }
+bool built_with_mpi() {
+  return true;
+}
 
 Status init() {
   Runtime& r = runtime();
@@ -81,10 +83,14 @@ void finalize() {
 
 #else
 
-bool built_with_mpi() { return false; }
+bool built_with_mpi() {
+  return false;
+}
 
 Status init() {
-  return unimplemented("this tessera was built without MPI (install libopenmpi-dev and rebuild for --tensor-parallel-size / --pipeline-parallel-size)");
+  return unimplemented(
+      "this tessera was built without MPI (install libopenmpi-dev and rebuild for --tensor-parallel-size / "
+      "--pipeline-parallel-size)");
 }
 
 void finalize() {}
@@ -96,8 +102,12 @@ bool initialized() {
   return r.tried && r.init_status.ok() && !r.finalized;
 }
 
-Communicator& world() { return *runtime().world; }
+Communicator& world() {
+  return *runtime().world;
+}
 
-void set_finalize_hook(void (*fn)()) { runtime().hook = fn; }
+void set_finalize_hook(void (*fn)()) {
+  runtime().hook = fn;
+}
 
 }  // namespace tessera::dist

@@ -78,7 +78,8 @@ EngineCore::EngineCore(const Model& model, const EngineConfig& config, std::uniq
       config_(config),
       executor_(std::move(executor)),
       kv_(executor_->kv_spec().num_blocks, executor_->kv_spec().block_size, config.enable_prefix_cache,
-          static_cast<uint64_t>(executor_->kv_spec().dtype) * 0x100000001b3ull ^ std::hash<std::string>{}(model.path())),
+          static_cast<uint64_t>(executor_->kv_spec().dtype) * 0x100000001b3ull ^
+              std::hash<std::string>{}(model.path())),
       scheduler_(SchedulerConfig{config.max_num_seqs, config.max_num_batched_tokens, config.ctx_size}, kv_) {}
 
 EngineCore::~EngineCore() {

@@ -35,12 +35,12 @@
 namespace tessera {
 
 struct ExecutorConfig {
-  BackendOptions backend;        // threads set (per rank)
+  BackendOptions backend;  // threads set (per rank)
   KvDtype kv_dtype = KvDtype::kF16;
   uint64_t kv_cache_memory = 0;  // bytes per rank; 0: size by ctx_size
   int64_t ctx_size = 4096;
-  ParallelLayout parallel;       // tp × pp; 1 × 1 runs in-process without MPI
-  std::string quantize;          // the load-time quantization rank 0 used (workers repeat it)
+  ParallelLayout parallel;  // tp × pp; 1 × 1 runs in-process without MPI
+  std::string quantize;     // the load-time quantization rank 0 used (workers repeat it)
 };
 
 class ModelExecutor {
@@ -72,9 +72,9 @@ class ModelExecutor {
   // Shard, prepare, size and allocate the KV cache, agree with the other ranks.
   Status build(const Model& model, const ExecutorConfig& config, int rank);
 
-  Communicator* world_ = nullptr;                // dist::world(); null on a single rank
-  std::unique_ptr<Communicator> single_;         // single rank: the identity communicator
-  std::unique_ptr<Communicator> tp_;             // this stage's tensor-parallel group
+  Communicator* world_ = nullptr;         // dist::world(); null on a single rank
+  std::unique_ptr<Communicator> single_;  // single rank: the identity communicator
+  std::unique_ptr<Communicator> tp_;      // this stage's tensor-parallel group
   std::unique_ptr<Backend> backend_;
   ShardedWeights weights_;
   std::unique_ptr<Transformer> transformer_;

@@ -6,14 +6,24 @@
 
 namespace tessera {
 
-bool parallel_available() { return dist::built_with_mpi(); }
+bool parallel_available() {
+  return dist::built_with_mpi();
+}
 
-int launched_ranks() { return dist::launched_world_size(); }
+int launched_ranks() {
+  return dist::launched_world_size();
+}
 
-int launched_rank() { return dist::launched_rank(); }
+int launched_rank() {
+  return dist::launched_rank();
+}
 
-Status init_parallel(int world_size) { return init_parallel_runtime(world_size); }
+Status init_parallel(int world_size) {
+  return init_parallel_runtime(world_size);
+}
 
-int parallel_rank() { return dist::initialized() ? dist::world().rank() : 0; }
+int parallel_rank() {
+  return dist::initialized() ? dist::world().rank() : 0;
+}
 
 }  // namespace tessera

@@ -40,7 +40,8 @@ Status decode_batch(const std::vector<int64_t>& w, ReceivedBatch& out) {
   };
   take32(b.token_ids, n);
   take32(b.positions, n);
-  b.slot_mapping.assign(w.begin() + static_cast<std::ptrdiff_t>(at), w.begin() + static_cast<std::ptrdiff_t>(at + static_cast<size_t>(n)));
+  b.slot_mapping.assign(w.begin() + static_cast<std::ptrdiff_t>(at),
+                        w.begin() + static_cast<std::ptrdiff_t>(at + static_cast<size_t>(n)));
   at += static_cast<size_t>(n);
   std::vector<int64_t> counts(static_cast<size_t>(n_seqs));
   b.seqs.resize(static_cast<size_t>(n_seqs));

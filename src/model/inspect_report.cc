@@ -4,8 +4,8 @@
 #include <fmt/core.h>
 
 #include <filesystem>
-#include <optional>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,8 +15,8 @@
 #include "kv/kv_cache_spec.h"
 #include "model/hf_config.h"
 #include "model/model.h"
-#include "model/shard.h"
 #include "model/model_config.h"
+#include "model/shard.h"
 #include "model/tensor_names.h"
 #include "tessera/byte_size.h"
 #include "tessera/tools.h"
@@ -59,7 +59,6 @@ void print_config(std::string& out, const ModelConfig& c, std::optional<DType> w
                        kv_dtype_name(spec.dtype), dtype_name(*weights), spec.bytes_per_token());
   }
 }
-
 
 Result<std::string> inspect_gguf(const std::string& path) {
   std::string out;

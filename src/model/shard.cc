@@ -10,7 +10,9 @@ namespace tessera {
 
 namespace {
 
-std::string str(int64_t v) { return std::to_string(v); }
+std::string str(int64_t v) {
+  return std::to_string(v);
+}
 
 // Rows [begin, begin + rows) of m (a view; rows are contiguous).
 WeightView rows_of(const WeightView& m, int64_t begin, int64_t rows) {
@@ -103,7 +105,9 @@ Result<ShardPlan> plan_shard(const ModelConfig& c, const ModelWeights& w, const 
   return p;
 }
 
-uint64_t ShardedWeights::matrix_bytes() const { return weights.matrix_bytes(); }
+uint64_t ShardedWeights::matrix_bytes() const {
+  return weights.matrix_bytes();
+}
 
 Result<ShardedWeights> shard_weights(const ModelWeights& full, const ModelConfig& c, const ShardPlan& p, bool copy) {
   ShardedWeights out;

@@ -41,12 +41,12 @@ struct ParallelLayout {
 struct ShardPlan {
   int tp_rank = 0, tp_size = 1;
   int stage = 0, pp_size = 1;
-  int layer_begin = 0, layer_end = 0;      // this stage's layers [begin, end)
-  int head_begin = 0, n_heads = 0;         // query heads [begin, begin + n)
-  int kv_head_begin = 0, n_kv_heads = 0;   // KV heads
-  int64_t ff_begin = 0, n_ff = 0;          // FFN rows (gate/up) = down's columns
-  int64_t vocab_begin = 0, n_vocab = 0;    // output-head rows
-  int64_t vocab_stride = 0;                // rows of every rank's slot in the logits gather (max n_vocab)
+  int layer_begin = 0, layer_end = 0;     // this stage's layers [begin, end)
+  int head_begin = 0, n_heads = 0;        // query heads [begin, begin + n)
+  int kv_head_begin = 0, n_kv_heads = 0;  // KV heads
+  int64_t ff_begin = 0, n_ff = 0;         // FFN rows (gate/up) = down's columns
+  int64_t vocab_begin = 0, n_vocab = 0;   // output-head rows
+  int64_t vocab_stride = 0;               // rows of every rank's slot in the logits gather (max n_vocab)
 
   int world_rank() const { return stage * tp_size + tp_rank; }
   bool first_stage() const { return stage == 0; }

@@ -19,12 +19,7 @@ struct Transformer::Layer {
 
 Transformer::Transformer(const ModelConfig& config, const ShardPlan& plan, Backend& backend, Communicator& tp,
                          Communicator& world)
-    : config_(config),
-      plan_(plan),
-      backend_(backend),
-      comm_(tp),
-      world_(world),
-      inv_freq_(config.rope_inv_freq()) {}
+    : config_(config), plan_(plan), backend_(backend), comm_(tp), world_(world), inv_freq_(config.rope_inv_freq()) {}
 
 Transformer::~Transformer() = default;
 
@@ -155,9 +150,9 @@ Status Transformer::reserve_activations(int64_t n_tokens, int64_t n_logits) {
   const int64_t vocab = plan_.vocab_stride;
   const int64_t gathered = plan_.tp_size > 1 ? n_logits * vocab * plan_.tp_size : 0;
   // Region sizes in floats, each rounded to 64 bytes.
-  const int64_t sizes[] = {n_tokens * e,     n_tokens * e,  n_tokens * q_dim, n_tokens * kv_dim,
-                           n_tokens * kv_dim, n_tokens * q_dim, n_tokens * ff,  n_tokens * ff,
-                           n_logits * e,     n_logits * vocab, gathered};
+  const int64_t sizes[] = {n_tokens * e,      n_tokens * e,     n_tokens * q_dim, n_tokens * kv_dim,
+                           n_tokens * kv_dim, n_tokens * q_dim, n_tokens * ff,    n_tokens * ff,
+                           n_logits * e,      n_logits * vocab, gathered};
   float** regions[] = {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &xl_, &logits_, &gathered_};
   int64_t total = 0;
   for (int64_t s : sizes) total += (s + 15) / 16 * 16;

@@ -86,8 +86,8 @@ class Transformer {
   const ModelConfig& config_;
   ShardPlan plan_;  // this rank's heads, FFN rows, vocabulary rows and layers
   Backend& backend_;
-  Communicator& comm_;   // tensor-parallel group
-  Communicator& world_;  // pipeline stages (world ranks)
+  Communicator& comm_;           // tensor-parallel group
+  Communicator& world_;          // pipeline stages (world ranks)
   std::vector<float> inv_freq_;  // [n_rot / 2] (host; RopeParams)
 
   // Prepared weights.
@@ -100,17 +100,17 @@ class Transformer {
   // Activations: one device buffer, regions assigned per step by
   // reserve_activations (device pointers into act_).
   std::unique_ptr<DeviceBuffer> act_;
-  float* x_ = nullptr;       // [n_tokens, n_embd] residual stream
-  float* xb_ = nullptr;      // [n_tokens, n_embd] normed input / projection output
+  float* x_ = nullptr;   // [n_tokens, n_embd] residual stream
+  float* xb_ = nullptr;  // [n_tokens, n_embd] normed input / projection output
   // Head and FFN counts are this rank's (plan_); n_vocab_l = plan_.vocab_stride.
-  float* q_ = nullptr;       // [n_tokens, n_heads * head_dim]
-  float* k_ = nullptr;       // [n_tokens, n_kv_heads * head_dim]
-  float* v_ = nullptr;       // [n_tokens, n_kv_heads * head_dim]
-  float* att_ = nullptr;     // [n_tokens, n_heads * head_dim]
-  float* gate_ = nullptr;    // [n_tokens, n_ff]
-  float* up_ = nullptr;      // [n_tokens, n_ff]
-  float* xl_ = nullptr;      // [n_logits, n_embd]
-  float* logits_ = nullptr;  // [n_logits, n_vocab_l] this rank's vocabulary rows
+  float* q_ = nullptr;         // [n_tokens, n_heads * head_dim]
+  float* k_ = nullptr;         // [n_tokens, n_kv_heads * head_dim]
+  float* v_ = nullptr;         // [n_tokens, n_kv_heads * head_dim]
+  float* att_ = nullptr;       // [n_tokens, n_heads * head_dim]
+  float* gate_ = nullptr;      // [n_tokens, n_ff]
+  float* up_ = nullptr;        // [n_tokens, n_ff]
+  float* xl_ = nullptr;        // [n_logits, n_embd]
+  float* logits_ = nullptr;    // [n_logits, n_vocab_l] this rank's vocabulary rows
   float* gathered_ = nullptr;  // [tp_size, n_logits, n_vocab_l] every rank's (tensor parallel only)
 };
 

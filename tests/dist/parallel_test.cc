@@ -8,6 +8,8 @@
 //  - greedy and seeded tokens identical to the single-rank engine's, for 32
 //    requests at once with prefix cache on/off, prefill chunks of 7 and 512
 //    tokens, and a KV cache small enough to force preemption.
+#include "tessera/parallel.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,7 +22,6 @@
 #include "engine/engine_core.h"
 #include "engine/model_executor.h"
 #include "model/shard.h"
-#include "tessera/parallel.h"
 #include "test_support.h"
 
 namespace tessera {
@@ -77,7 +78,8 @@ TEST(Parallel, LogitsMatchOneRankOnStoriesAndHfFixtures) {
   std::vector<std::string> paths;
   TESSERA_REQUIRE_SHARED_FILE(stories, "models/stories260K.gguf");
   paths.push_back(stories);
-  for (const auto& d : std::filesystem::directory_iterator(testing::shared_dir() + "/fixtures/hf")) paths.push_back(d.path());
+  for (const auto& d : std::filesystem::directory_iterator(testing::shared_dir() + "/fixtures/hf"))
+    paths.push_back(d.path());
   std::sort(paths.begin() + 1, paths.end());
   for (const std::string& path : paths) {
     auto m = Model::load(path);
@@ -154,8 +156,10 @@ TEST(Parallel, TokensMatchOneRankUnderBatchingPreemptionAndCaching) {
   ASSERT_TRUE(loaded.ok());
   const Model& m = **loaded;
   const Tokenizer& tok = m.tokenizer();
-  const auto shared = tok.encode("Once upon a time, there was a little girl named Lily. She loved to play outside.", true);
-  const char* endings[] = {" One day", " The sun", " Her mom", " Tom was", " They saw", " A big dog", " It was", " Then"};
+  const auto shared =
+      tok.encode("Once upon a time, there was a little girl named Lily. She loved to play outside.", true);
+  const char* endings[] = {" One day",  " The sun",   " Her mom", " Tom was",
+                           " They saw", " A big dog", " It was",  " Then"};
   std::vector<Job> jobs;
   for (int i = 0; i < 24; ++i) {
     Job j;
