@@ -48,7 +48,9 @@ struct ServerState {
   ProtocolContext protocol;
   ServerMetrics metrics;
   std::atomic<int32_t> in_flight{0};  // engine requests submitted and not yet finished
-  std::atomic<bool> stopping{false};
+  std::atomic<bool> stopping{false};  // shutting down: no new completions (503), connections close
+  std::atomic<bool> cancelled_on_stop{
+      false};  // stop() cancelled what was still running: streams end with an error event
   std::atomic<uint64_t> next_id{1};
   std::mutex mu;              // guards active
   std::set<uint64_t> active;  // engine request ids in flight
@@ -67,18 +69,27 @@ class Server {
   // The bound port (after start()).
   uint16_t port() const { return port_; }
   const ServerState& state() const { return *state_; }
-  // Stops accepting, cancels every running request, waits up to `grace` for
+  // Graceful shutdown, first half (SIGTERM): stops accepting connections,
+  // answers new completions on open connections with 503 (and closes them
+  // after their response), and waits until every running request has
+  // finished or `timeout` has passed. Returns the requests still running
+  // (stop() then cancels them). Call stop() afterwards.
+  int32_t drain(std::chrono::milliseconds timeout);
+  // Stops accepting, cancels every running request (a stream gets a final
+  // error event, "the server is shutting down"), waits up to `grace` for
   // their connections to finish, then stops the io threads. Idempotent.
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
 
  private:
   Server() = default;
+  void stop_accepting();  // closes the acceptor, sets ServerState::stopping
   struct Impl;
   std::shared_ptr<ServerState> state_;
   std::unique_ptr<Impl> impl_;
   std::vector<std::thread> threads_;
   uint16_t port_ = 0;
   bool stopped_ = false;
+  bool accepting_stopped_ = false;
 };
 
 }  // namespace tessera::server
