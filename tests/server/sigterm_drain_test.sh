@@ -69,12 +69,15 @@ start_streams() {
       "$URL/v1/completions" >"$WORK/s$i" 2>"$WORK/s$i.err" &
     STREAM_PIDS+=($!)
   done
-  # Wait until the first stream has produced tokens (all are submitted by then: one engine slot).
-  for _ in $(seq 200); do
-    grep -q '"text"' "$WORK/s1" 2>/dev/null && break
-    sleep 0.05
+  # Wait until all N are submitted (running + waiting in /metrics; one engine slot, so N - 1 wait).
+  local in_engine=0
+  for _ in $(seq 500); do
+    in_engine=$(curl -sS --max-time 5 "$URL/metrics" |
+      awk '/^tessera_num_requests_(running|waiting) /{s += $2} END {print s + 0}')
+    [ "$in_engine" -ge "$1" ] && break
+    sleep 0.01
   done
-  grep -q '"text"' "$WORK/s1" || fail "the first stream produced no token"
+  [ "$in_engine" -ge "$1" ] || fail "only $in_engine of $1 streams reached the engine"
 }
 
 # stop_server: SIGTERM, then the exit status (must be 0) within 60 s.
@@ -86,7 +89,7 @@ wait_server() {
   [ "$rc" = 0 ] && ok "$1: exit 0" || fail "$1: tessera serve exited $rc: $(tail -3 "$WORK/server.log")"
 }
 
-N=6
+N=8
 # 1. Drain to completion.
 start_server 60
 start_streams $N
