@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <mutex>
 #include <filesystem>
+#include <mutex>
 #include <system_error>
 
 #include "core/cpu_features.h"
@@ -252,8 +252,8 @@ Result<QuantizeSummary> quantize_model(const std::string& in_path, const std::st
       }
     });
     if (bad) {
-      return invalid_argument(in.name() + ": tensor '" + t.name + "' row " + std::to_string(bad->row) + " " +
-                              bad->why + "; refusing to write " + out_path);
+      return invalid_argument(in.name() + ": tensor '" + t.name + "' row " + std::to_string(bad->row) + " " + bad->why +
+                              "; refusing to write " + out_path);
     }
     summary.bytes_out += bytes.size();
     w.add_tensor(t.name, t.shape, out_t, std::move(bytes));

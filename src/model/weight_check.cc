@@ -51,16 +51,15 @@ Status check_weights(const ModelWeights& w, bool every_value, const std::string&
     const LayerWeights& l = w.layers[i];
     const int n = static_cast<int>(i);
     const std::pair<const WeightView*, TensorRole> matrices[] = {
-        {&l.wq, TensorRole::kAttnQ},        {&l.wk, TensorRole::kAttnK},     {&l.wv, TensorRole::kAttnV},
-        {&l.wo, TensorRole::kAttnOutput},   {&l.w_gate, TensorRole::kFfnGate}, {&l.w_up, TensorRole::kFfnUp},
+        {&l.wq, TensorRole::kAttnQ},      {&l.wk, TensorRole::kAttnK},       {&l.wv, TensorRole::kAttnV},
+        {&l.wo, TensorRole::kAttnOutput}, {&l.w_gate, TensorRole::kFfnGate}, {&l.w_up, TensorRole::kFfnUp},
         {&l.w_down, TensorRole::kFfnDown}};
     for (const auto& [m, role] : matrices) {
       TESSERA_RETURN_IF_ERROR(check_matrix(*m, gguf_tensor_name(role, n), every_value, file));
     }
     const std::pair<const std::vector<float>*, TensorRole> vectors[] = {
-        {&l.attn_norm, TensorRole::kAttnNorm}, {&l.ffn_norm, TensorRole::kFfnNorm},
-        {&l.bq, TensorRole::kAttnQBias},       {&l.bk, TensorRole::kAttnKBias},
-        {&l.bv, TensorRole::kAttnVBias},       {&l.q_norm, TensorRole::kAttnQNorm},
+        {&l.attn_norm, TensorRole::kAttnNorm}, {&l.ffn_norm, TensorRole::kFfnNorm}, {&l.bq, TensorRole::kAttnQBias},
+        {&l.bk, TensorRole::kAttnKBias},       {&l.bv, TensorRole::kAttnVBias},     {&l.q_norm, TensorRole::kAttnQNorm},
         {&l.k_norm, TensorRole::kAttnKNorm}};
     for (const auto& [v, role] : vectors) TESSERA_RETURN_IF_ERROR(check_vector(*v, gguf_tensor_name(role, n), file));
   }

@@ -64,8 +64,12 @@ void write_edited(DType dtype, const std::string& path, const std::string& tenso
   std::filesystem::remove(clean);
 }
 
-void set_f16(std::vector<uint8_t>& bytes, size_t offset, uint16_t bits) { std::memcpy(&bytes[offset], &bits, 2); }
-void set_f32(std::vector<uint8_t>& bytes, size_t index, float v) { std::memcpy(&bytes[index * 4], &v, 4); }
+void set_f16(std::vector<uint8_t>& bytes, size_t offset, uint16_t bits) {
+  std::memcpy(&bytes[offset], &bits, 2);
+}
+void set_f32(std::vector<uint8_t>& bytes, size_t index, float v) {
+  std::memcpy(&bytes[index * 4], &v, 4);
+}
 
 constexpr uint16_t kF16Inf = 0x7c00, kF16NaN = 0x7e00;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -156,8 +160,9 @@ TEST(QuantizeNonFinite, RefusesNaNAndInfInputNamingTensorRowAndColumn) {
 TEST(QuantizeNonFinite, RefusesValuesThatOverflowTheF16Scale) {
   const std::string out = temp_path("big_out");
   // Q8_0: d = max|x| / 127 must stay <= 65504, so |x| <= 8.3e6.
-  expect_error(quantize_edited("big_q8", 1e7f, 4 * 256 + 40, "q8_0", out),
-               "tensor 'blk.0.attn_q.weight' row 4 values up to |x| = 1e+07 overflow the f16 scales of q8_0 (column 32");
+  expect_error(
+      quantize_edited("big_q8", 1e7f, 4 * 256 + 40, "q8_0", out),
+      "tensor 'blk.0.attn_q.weight' row 4 values up to |x| = 1e+07 overflow the f16 scales of q8_0 (column 32");
   EXPECT_FALSE(std::filesystem::exists(out));
   // Q4_0: d = max / -8: |x| = 1e6 gives |d| = 125000.
   expect_error(quantize_edited("big_q4", -1e6f, 5 * 256, "q4_0", out),
