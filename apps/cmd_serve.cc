@@ -93,6 +93,14 @@ Runner register_serve(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--chat-template", o->template_file, "Jinja chat template file (overrides the model's)");
   sub->add_flag("--no-webui", o->no_webui, "Do not serve the chat web UI at GET / (then / is 404)");
+  sub->add_option("--header-timeout", o->server.header_timeout_s,
+                  "Seconds a client has to send a request's whole header; slower connections are closed")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->capture_default_str();
+  sub->add_option("--idle-timeout", o->server.idle_timeout_s,
+                  "Seconds a kept-alive connection may stay silent between requests before it is closed")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->capture_default_str();
   sub->add_option("--shutdown-timeout", o->shutdown_timeout_s,
                   "On SIGTERM/SIGINT, seconds running requests may take to finish before they are cancelled")
       ->check(CLI::Range(0.0, 86400.0))

@@ -38,6 +38,12 @@ struct ServerConfig {
   int io_threads = 2;
   std::string chat_template;  // Jinja source; empty: the model's own
   bool webui = true;          // serve the chat web UI at GET / (the page needs no API key)
+  // A request's header must be complete within header_timeout_s of the
+  // connection opening (or of its first byte on a kept-alive connection),
+  // however slowly it arrives; a kept-alive connection may stay silent
+  // between requests for idle_timeout_s. Past either, the socket is closed.
+  double header_timeout_s = 10;
+  double idle_timeout_s = 60;
 };
 
 // State shared by every connection (thread-safe members only).

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 
@@ -17,20 +18,47 @@ using nlohmann::json;
 HttpSession::HttpSession(asio::ip::tcp::socket&& socket, std::shared_ptr<ServerState> state)
     : stream_(std::move(socket)), state_(std::move(state)) {}
 
+namespace {
+std::chrono::milliseconds seconds_to_ms(double s) {
+  return std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, s) * 1000.0));
+}
+}  // namespace
+
 void HttpSession::run() {
-  asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
+  // A new connection's first header must be complete within the header timeout.
+  asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
 }
 
 void HttpSession::do_read() {
   if (closed_) return;
+  if (buffer_.size() > 0) return read_header();  // the next request's bytes are already here
+  // Keep-alive: the next request's first byte within the idle timeout.
+  stream_.expires_after(seconds_to_ms(state_->config.idle_timeout_s));
+  stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
+    if (ec) return self->close();  // idle timeout (the stream closed the socket), or the client left
+    self->buffer_.commit(n);
+    self->read_header();
+  });
+}
+
+void HttpSession::read_header() {
+  if (closed_) return;
   parser_.emplace();
   parser_->body_limit(state_->config.max_body_bytes);
-  stream_.expires_after(std::chrono::seconds(300));
-  http::async_read(stream_, buffer_, *parser_,
-                   [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+  // The whole header within the header timeout, however slowly it trickles
+  // in (the deadline is absolute: slowloris clients are closed); the body
+  // then gets kBodyTimeout.
+  stream_.expires_after(seconds_to_ms(state_->config.header_timeout_s));
+  http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+    if (ec || self->parser_->is_done()) return self->on_read(ec);
+    self->stream_.expires_after(kBodyTimeout);
+    http::async_read(self->stream_, self->buffer_, *self->parser_,
+                     [self](beast::error_code ec2, size_t) { self->on_read(ec2); });
+  });
 }
 
 void HttpSession::on_read(beast::error_code ec) {
+  stream_.expires_after(kBodyTimeout);  // the response's write (a job's stream: expires_never)
   if (ec == http::error::body_limit) {
     keep_alive_ = false;
     state_->metrics.count_error(413);

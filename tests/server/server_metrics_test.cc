@@ -3,13 +3,16 @@
 // the number the workload implies, and the engine-side ones equal Engine::metrics().
 #include <gtest/gtest.h>
 
+// clang-format off
+#include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
 #include <boost/asio.hpp>
+// clang-format on
+
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
 #include <thread>
-#include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
 
 #include "http_test_client.h"
 #include "server/http_server.h"
