@@ -91,6 +91,12 @@ TEST_F(EngineMetricsTest, PrefixHitsOneTokenChunksAndCancels) {
   EXPECT_EQ(m.running, 0);
   EXPECT_EQ(m.waiting, 0);
   EXPECT_EQ(m.kv_blocks_used, 0);
+  EXPECT_EQ(m.kv_blocks_free, e.kv_spec().num_blocks);  // cached blocks are evictable, so free
+  EXPECT_GT(m.prefill_ms, 0);
+  EXPECT_GT(m.decode_ms, 0);
+  EXPECT_EQ(m.spec_proposed_tokens, 0);
+  EXPECT_EQ(m.spec_accepted_tokens, 0);
+  EXPECT_EQ(m.spec_steps, 0);
   EXPECT_EQ(finished_["c1"].cached_tokens, 0);
   EXPECT_EQ(finished_["c2"].cached_tokens, 32);
   EXPECT_EQ(finished_["d"].cached_tokens, 32);
@@ -145,6 +151,9 @@ TEST_F(EngineMetricsTest, PreemptionDoesNotRecountThePrefixCache) {
   EXPECT_EQ(m.finished_length, 2);
   EXPECT_EQ(m.finished_cancelled, 0);
   EXPECT_EQ(m.kv_blocks_used, 0);
+  EXPECT_EQ(m.kv_blocks_free, 4);
+  EXPECT_EQ(m.running, 0);
+  EXPECT_EQ(m.waiting, 0);
   EXPECT_EQ(finished_["a"].preemptions, 0);
   EXPECT_EQ(finished_["b"].preemptions, 1);
   EXPECT_EQ(finished_["b"].cached_tokens, 0);
