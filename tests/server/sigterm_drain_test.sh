@@ -43,16 +43,18 @@ fail() {
 }
 ok() { echo "ok: $*"; }
 
-# start_server TIMEOUT: starts tessera serve, sets SERVER_PID and URL.
+# start_server TIMEOUT LOG: starts tessera serve logging to LOG (a fresh file per server, so the
+# port is never read from a previous server's log), sets SERVER_PID, URL and LOG.
 start_server() {
+  LOG=$2
   "$BIN" serve -m "$MODEL" --host 127.0.0.1 --port 0 --threads 1 --max-num-seqs 1 --shutdown-timeout "$1" \
-    --no-webui 2>"$WORK/server.log" &
+    --no-webui 2>"$LOG" &
   SERVER_PID=$!
   local port=""
   for _ in $(seq 300); do
-    port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$WORK/server.log")
+    port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$LOG" 2>/dev/null)
     [ -n "$port" ] && break
-    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.log" >&2; exit 1; }
+    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$LOG" >&2; exit 1; }
     sleep 0.1
   done
   [ -n "$port" ] || { echo "tessera serve did not start" >&2; exit 1; }
@@ -63,6 +65,7 @@ start_server() {
 STREAM_PIDS=()
 start_streams() {
   STREAM_PIDS=()
+  rm -f "$WORK"/s[0-9]*
   for i in $(seq "$1"); do
     curl -sS -N --max-time 120 -H 'Content-Type: application/json' \
       -d '{"prompt":"Once upon a time","max_tokens":400,"ignore_eos":true,"stream":true}' \
@@ -86,12 +89,12 @@ wait_server() {
   for _ in $(seq 600); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
   wait "$SERVER_PID" || rc=$?
   SERVER_PID=""
-  [ "$rc" = 0 ] && ok "$1: exit 0" || fail "$1: tessera serve exited $rc: $(tail -3 "$WORK/server.log")"
+  [ "$rc" = 0 ] && ok "$1: exit 0" || fail "$1: tessera serve exited $rc: $(tail -3 "$LOG")"
 }
 
 N=8
 # 1. Drain to completion.
-start_server 60
+start_server 60 "$WORK/server1.log"
 start_streams $N
 kill -TERM "$SERVER_PID"
 sleep 0.3
@@ -113,11 +116,11 @@ for i in $(seq $N); do
 done
 [ "$complete" = $N ] && ok "drain: all $N streams ran to finish_reason length and [DONE]" ||
   fail "drain: $complete of $N streams complete"
-grep -q "shutting down ($N requests running" "$WORK/server.log" && ok "drain: logged $N running requests" ||
-  fail "drain: log: $(grep 'shutting down' "$WORK/server.log")"
+grep -q "shutting down ($N requests running" "$LOG" && ok "drain: logged $N running requests" ||
+  fail "drain: log: $(grep 'shutting down' "$LOG")"
 
 # 2. Shutdown timeout: the streams still running are cancelled with an error event.
-start_server 0.3
+start_server 0.3 "$WORK/server2.log"
 start_streams $N
 kill -TERM "$SERVER_PID"
 for pid in "${STREAM_PIDS[@]}"; do wait "$pid" || true; done
@@ -130,7 +133,7 @@ for i in $(seq $N); do
 done
 [ "$cut" -ge 1 ] && ok "timeout: $cut of $N streams ended with the shutdown error event and [DONE]" ||
   fail "timeout: no stream got the shutdown error event: $(tail -c 300 "$WORK/s$N")"
-grep -q "cancelling [0-9]* requests still running" "$WORK/server.log" && ok "timeout: logged the cancellation" ||
+grep -q "cancelling [0-9]* requests still running" "$LOG" && ok "timeout: logged the cancellation" ||
   fail "timeout: no cancellation line in the log"
 
 if [ "$FAILURES" -gt 0 ]; then
