@@ -24,6 +24,8 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
       ->capture_default_str();
   app.add_option("--quantize", f.quantize, "Quantize the weight matrices at load time")
       ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k"}));
+  app.add_flag("--check-tensors", f.check_tensors,
+               "Check every weight value for Inf/NaN at load (always checked: quantized scales, norms)");
   std::string devices;
   for (const std::string& n : device_names()) devices += (devices.empty() ? "" : ", ") + n;
   app.add_option("--device", f.device, "Backend that runs the model (this build has: " + devices + ")")
@@ -56,6 +58,7 @@ Result<EngineOptions> engine_options(const EngineFlags& engine, const SchedulerF
   EngineOptions o;
   o.model = engine.model;
   o.quantize = engine.quantize;
+  o.check_tensors = engine.check_tensors;
   o.backend = backend_options(engine);
   o.ctx_size = ctx_size > 0 ? ctx_size : engine.ctx_size;
   TESSERA_ASSIGN_OR_RETURN(o.kv_cache_memory, kv_memory_bytes(engine));

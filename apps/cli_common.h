@@ -35,6 +35,7 @@ struct EngineFlags {
   std::string kv_cache_dtype = "auto"; // auto, f16, bf16, f32, int8 or fp8
   std::string quantize;                // load-time quantization (q8_0, q4_0, q4_k); empty: none
   std::string device = "cpu";          // --device: a backend_names() entry
+  bool check_tensors = false;          // --check-tensors: every weight value checked for Inf/NaN at load
 };
 
 void add_engine_flags(CLI::App& app, EngineFlags& flags);

@@ -24,6 +24,7 @@ struct ServeOptions {
   server::ServerConfig server;
   std::string template_file;
   bool no_webui = false;
+  double shutdown_timeout_s = 30;
 };
 
 int serve_main(ServeOptions o) {
@@ -58,7 +59,13 @@ int serve_main(ServeOptions o) {
     fmt::print(stderr, "tessera serve: chat web UI at http://{}:{}/\n", o.server.host, (*srv)->port());
   }
   signals_ioc.run();  // until SIGINT / SIGTERM
-  fmt::print(stderr, "tessera serve: shutting down\n");
+  // Drain: no new connections or requests; running ones finish within
+  // --shutdown-timeout, then the rest are cancelled (streams get an error event).
+  const int32_t running = (*srv)->state().in_flight.load();
+  fmt::print(stderr, "tessera serve: shutting down ({} requests running; waiting up to {} s)\n", running,
+             o.shutdown_timeout_s);
+  const int32_t left = (*srv)->drain(std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout_s * 1000)));
+  if (left > 0) fmt::print(stderr, "tessera serve: cancelling {} requests still running\n", left);
   (*srv)->stop(std::chrono::milliseconds(5000));
   (*engine)->stop();
   srv->reset();
@@ -86,6 +93,18 @@ Runner register_serve(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--chat-template", o->template_file, "Jinja chat template file (overrides the model's)");
   sub->add_flag("--no-webui", o->no_webui, "Do not serve the chat web UI at GET / (then / is 404)");
+  sub->add_option("--header-timeout", o->server.header_timeout_s,
+                  "Seconds a client has to send a request's whole header; slower connections are closed")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->capture_default_str();
+  sub->add_option("--idle-timeout", o->server.idle_timeout_s,
+                  "Seconds a kept-alive connection may stay silent between requests before it is closed")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->capture_default_str();
+  sub->add_option("--shutdown-timeout", o->shutdown_timeout_s,
+                  "On SIGTERM/SIGINT, seconds running requests may take to finish before they are cancelled")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
   return [o] {
     if (int rc = check_spec_flags(o->sched.spec); rc != 0) return rc;
     return serve_main(*o);

@@ -25,6 +25,7 @@ Engine::~Engine() = default;
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   LoadOptions load;
+  load.check_tensors = o.check_tensors;
   if (!o.quantize.empty()) {
     const auto t = dtype_from_name(o.quantize);
     if (!t || (*t != DType::kQ8_0 && *t != DType::kQ4_0 && *t != DType::kQ4_K)) {

@@ -223,8 +223,10 @@ void EngineCore::finish_request(Request& r, const Status& error, bool cancelled)
   for (auto& s : r.seqs) r.results.push_back(s->result());
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!error.ok() || cancelled) {
+    if (cancelled) {
       ++metrics_.finished_cancelled;
+    } else if (!error.ok()) {
+      ++metrics_.finished_error;
     } else {
       for (const auto& res : r.results)
         ++(res.finish == FinishReason::kStop ? metrics_.finished_stop : metrics_.finished_length);
@@ -272,7 +274,11 @@ Status EngineCore::run_forward(const SchedulerOutput& out, std::vector<float>& l
         ++as.n_tokens;
       }
     }
-    if (item.num_new_tokens > 1 || !item.needs_logits) prompt_tokens += item.num_new_tokens;
+    // A decode row computes one token the model generated (a one-token
+    // prompt chunk, e.g. after a prefix-cache hit, is still prefill).
+    const bool decode =
+        item.num_new_tokens == 1 && item.needs_logits && s.num_computed >= static_cast<int64_t>(r.prompt.size());
+    if (!decode) prompt_tokens += item.num_new_tokens;
   }
   const auto t0 = Clock::now();
   const Status st = transformer_->forward(b, *kv_cache_, logits);
@@ -413,8 +419,8 @@ void EngineCore::publish_gauges() {
   metrics_.waiting = scheduler_.num_waiting() + static_cast<int32_t>(inbox_.size());
   metrics_.kv_blocks_used = kv_.num_used();
   metrics_.kv_blocks_free = kv_.num_available();
-  metrics_.prefix_query_tokens = kv_.stats().query_tokens;
-  metrics_.prefix_hit_tokens = kv_.stats().hit_tokens;
+  metrics_.prefix_query_tokens = scheduler_.prefix_query_tokens();
+  metrics_.prefix_hit_tokens = scheduler_.prefix_hit_tokens();
   metrics_.preemptions = scheduler_.num_preemptions();
 }
 

@@ -12,11 +12,13 @@
 // /metrics request waits behind a bounded amount of work.
 #pragma once
 
+// clang-format off
 #include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
-
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
+// clang-format on
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -24,8 +26,8 @@
 #include <vector>
 
 #include "server/completion_job.h"
-#include "server/prompt_scores.h"
 #include "server/http_server.h"
+#include "server/prompt_scores.h"
 #include "server/simple_routes.h"
 
 namespace tessera::server {
@@ -50,8 +52,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     bool cancelled = false;
   };
   using Request = boost::beast::http::request<boost::beast::http::string_body>;
+  static constexpr std::chrono::seconds kBodyTimeout{300};  // a body (after its header) within this
 
+  // Between requests: waits up to the idle timeout for the next request's first byte.
   void do_read();
+  // Reads a request: the header within the header timeout, then the body within kBodyTimeout.
+  void read_header();
   void on_read(boost::beast::error_code ec);
   void handle(Request req);
   void send(Reply reply);

@@ -334,6 +334,15 @@ std::variant<ParsedRequest, ApiError> parse_request(std::string_view body, Endpo
     auto chat = render_chat(*m, tools ? *tools : Json(), ctx);
     if (auto* e = std::get_if<ApiError>(&chat)) return *e;
     out.prompts.push_back(std::move(std::get<ChatPrompt>(chat).tokens));
+    // vLLM's prompt_logprobs on chat: the rendered prompt's tokens, in the
+    // (non-streamed) response next to `choices`.
+    r.integer("prompt_logprobs", out.prompt_logprobs, 0, kMaxTopLogprobs);
+    if (!r.error && out.prompt_logprobs >= 0) {
+      if (out.stream)
+        return bad_request("prompt_logprobs is not supported with stream on chat completions", "prompt_logprobs");
+      if (out.options.n != 1) return bad_request("prompt_logprobs needs n = 1", "n");
+      out.options.prompt_logits = true;
+    }
   }
   if (r.error) return *r.error;
   // max_tokens against the room the context leaves after the longest prompt
@@ -344,9 +353,9 @@ std::variant<ParsedRequest, ApiError> parse_request(std::string_view body, Endpo
   if (ctx.context_tokens > 0 && room > 0 && out.options.max_tokens > room) {
     const char* key = r.get("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     if (r.get(key)) {
-      return bad_request(std::string(key) + " " + std::to_string(out.options.max_tokens) + " does not fit: the prompt has " +
-                             std::to_string(longest) + " tokens and the context " + std::to_string(ctx.context_tokens) +
-                             ", which leaves " + std::to_string(room),
+      return bad_request(std::string(key) + " " + std::to_string(out.options.max_tokens) +
+                             " does not fit: the prompt has " + std::to_string(longest) + " tokens and the context " +
+                             std::to_string(ctx.context_tokens) + ", which leaves " + std::to_string(room),
                          key, "context_length_exceeded");
     }
     out.options.max_tokens = static_cast<int32_t>(room);  // the default is shortened to fit

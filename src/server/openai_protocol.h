@@ -42,9 +42,9 @@ enum class Endpoint { kCompletions, kChat };
 struct ProtocolContext {
   const Vocab* vocab = nullptr;  // null: token-id prompts only
   int32_t n_vocab = 0;
-  std::string served_model;                     // the `model` name clients must use
-  const ChatFormatter* chat = nullptr;          // the chat template; null: chat is refused
-  int64_t context_tokens = 0;                   // tokens one sequence may hold (prompt + completion); 0: unchecked
+  std::string served_model;             // the `model` name clients must use
+  const ChatFormatter* chat = nullptr;  // the chat template; null: chat is refused
+  int64_t context_tokens = 0;           // tokens one sequence may hold (prompt + completion); 0: unchecked
 };
 
 // Parses a request body as one JSON object. 400 invalid_json when it is not
@@ -65,7 +65,8 @@ struct ParsedRequest {
   // (and, with `logprobs`, its tokens' logprobs too, the first one null).
   bool echo = false;
   // vLLM's `prompt_logprobs: N`: each prompt token's logprob, rank and the
-  // N most likely alternatives (-1: not asked).
+  // N most likely alternatives (-1: not asked). Completions: per choice;
+  // chat (not streamed): once, next to `choices`, for the rendered prompt.
   int32_t prompt_logprobs = -1;
   // The prompts as text ([prompt]): the string given, or the token ids decoded.
   std::vector<std::string> prompt_texts;
