@@ -24,6 +24,7 @@ struct ServeOptions {
   server::ServerConfig server;
   std::string template_file;
   bool no_webui = false;
+  std::string log_format = "text";
 };
 
 int serve_main(ServeOptions o) {
@@ -39,6 +40,7 @@ int serve_main(ServeOptions o) {
   auto engine = Engine::create(*options);
   if (!engine.ok()) return fail(engine.status());
   o.server.webui = !o.no_webui;
+  o.server.request_log = o.log_format == "json" ? server::RequestLogFormat::kJson : server::RequestLogFormat::kText;
   auto srv = server::Server::create(**engine, o.server);
   if (!srv.ok()) return fail(srv.status());
   (*engine)->start();
@@ -86,6 +88,10 @@ Runner register_serve(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--chat-template", o->template_file, "Jinja chat template file (overrides the model's)");
   sub->add_flag("--no-webui", o->no_webui, "Do not serve the chat web UI at GET / (then / is 404)");
+  sub->add_option("--log-format", o->log_format,
+                  "The request log on stderr, one line per finished request: text or json (one object per line)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   return [o] {
     if (int rc = check_spec_flags(o->sched.spec); rc != 0) return rc;
     return serve_main(*o);

@@ -50,6 +50,10 @@ Result<std::unique_ptr<Server>> Server::create(Engine& engine, ServerConfig conf
     st.chat = std::move(*t);
   }
   st.config = std::move(config);
+  if (st.config.request_log) {
+    st.request_log.emplace(*st.config.request_log,
+                           st.config.request_log_file != nullptr ? st.config.request_log_file : stderr);
+  }
   st.protocol.vocab = vocab;
   st.protocol.n_vocab = info.n_vocab;
   st.protocol.context_tokens = info.context;

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -22,6 +23,8 @@
 #include <vector>
 
 #include "server/openai_protocol.h"
+#include "server/request_id.h"
+#include "server/request_log.h"
 #include "server/server_metrics.h"
 #include "tessera/chat.h"
 #include "tessera/engine.h"
@@ -38,6 +41,9 @@ struct ServerConfig {
   int io_threads = 2;
   std::string chat_template;  // Jinja source; empty: the model's own
   bool webui = true;          // serve the chat web UI at GET / (the page needs no API key)
+  // Set: one line per finished request (request_log.h) on request_log_file (null: stderr).
+  std::optional<RequestLogFormat> request_log;
+  std::FILE* request_log_file = nullptr;
 };
 
 // State shared by every connection (thread-safe members only).
@@ -49,7 +55,8 @@ struct ServerState {
   ServerMetrics metrics;
   std::atomic<int32_t> in_flight{0};  // engine requests submitted and not yet finished
   std::atomic<bool> stopping{false};
-  std::atomic<uint64_t> next_id{1};
+  RequestIdGenerator request_ids;         // X-Request-Id when the client sends none
+  std::optional<RequestLog> request_log;  // from config.request_log
   std::mutex mu;              // guards active
   std::set<uint64_t> active;  // engine request ids in flight
 };
