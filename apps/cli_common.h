@@ -11,6 +11,15 @@
 
 namespace tessera::cli {
 
+// Headings of `--help` (CLI11 option groups), as `vllm serve --help` and
+// `llama-server --help` group theirs. The shared add_*_flags below put their
+// flags under these; a command adds its own flags to one of them or its own.
+inline constexpr const char* kGroupModel = "Model";
+inline constexpr const char* kGroupEngine = "Engine / KV cache";
+inline constexpr const char* kGroupServer = "Server";
+inline constexpr const char* kGroupSampling = "Sampling defaults";
+inline constexpr const char* kGroupSpeculative = "Speculative decoding";
+
 // Flags every command that runs a model takes.
 // Continuous-batching flags (run, serve).
 struct SchedulerFlags {

@@ -59,6 +59,7 @@ Result<std::unique_ptr<Server>> Server::create(Engine& engine, ServerConfig conf
   st.protocol.context_tokens = info.context;
   st.protocol.served_model = st.config.served_model_name;
   st.protocol.chat = st.chat.get();
+  st.protocol.defaults = st.config.request_defaults;
   s->impl_ = std::make_unique<Impl>(st.config.io_threads);
   s->impl_->state = s->state_;
   return s;

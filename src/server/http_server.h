@@ -41,6 +41,7 @@ struct ServerConfig {
   int io_threads = 2;
   std::string chat_template;  // Jinja source; empty: the model's own
   bool webui = true;          // serve the chat web UI at GET / (the page needs no API key)
+  RequestDefaults request_defaults;  // sampling fields a request leaves out (openai_protocol.h)
   // Set: one line per finished request (request_log.h) on request_log_file (null: stderr).
   std::optional<RequestLogFormat> request_log;
   std::FILE* request_log_file = nullptr;
