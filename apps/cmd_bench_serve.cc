@@ -390,14 +390,6 @@ Result<std::vector<Level>> parse_levels(const std::string& concurrency, const st
   return out;
 }
 
-bool plot_path_ok(const std::string& path) {
-  for (const char* ext : {".svg", ".html", ".htm"}) {
-    const std::string e(ext);
-    if (path.size() > e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0) return true;
-  }
-  return false;
-}
-
 int bench_serve_main(BenchServeOptions o, const std::vector<Level>& levels) {
   auto url = parse_server_url(o.url);
   if (!url.ok()) return fail(url.status());
