@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 
+#include "progress_bar.h"
 #include "tessera/byte_size.h"
 #include "tessera/system.h"
 
@@ -76,10 +78,20 @@ Result<EngineOptions> engine_options(const EngineFlags& engine, const SchedulerF
   return o;
 }
 
+Result<std::unique_ptr<Engine>> load_engine(const EngineOptions& options) {
+  std::optional<ProgressTimer> loading;
+  if (const uint64_t bytes = model_file_bytes(options.model); bytes >= kLargeModelBytes) {
+    loading.emplace("loading model", fmt::format("{} ({})", options.model, format_byte_size(bytes)));
+  }
+  auto engine = Engine::create(options);
+  if (loading && engine.ok()) loading->finish();
+  return engine;
+}
+
 Result<std::unique_ptr<Engine>> create_engine(const EngineFlags& engine, const SchedulerFlags& sched,
                                               int64_t ctx_size) {
   TESSERA_ASSIGN_OR_RETURN(EngineOptions o, engine_options(engine, sched, ctx_size));
-  return Engine::create(o);
+  return load_engine(o);
 }
 
 void add_spec_flags(CLI::App& app, SpeculativeOptions& s) {

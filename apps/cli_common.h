@@ -64,7 +64,11 @@ Result<uint64_t> kv_memory_bytes(const EngineFlags& flags);
 // scheduler. Errors: a bad --kv-cache-memory.
 Result<EngineOptions> engine_options(const EngineFlags& engine, const SchedulerFlags& sched, int64_t ctx_size = 0);
 
-// Loads the model and creates the engine engine_options() describes.
+// Engine::create, with a ProgressTimer on stderr while a model of at least
+// kLargeModelBytes loads (progress_bar.h).
+Result<std::unique_ptr<Engine>> load_engine(const EngineOptions& options);
+
+// Loads the model (load_engine) and creates the engine engine_options() describes.
 Result<std::unique_ptr<Engine>> create_engine(const EngineFlags& engine, const SchedulerFlags& sched,
                                               int64_t ctx_size = 0);
 

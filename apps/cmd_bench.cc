@@ -15,6 +15,7 @@
 
 #include "bench_report.h"
 #include "cli_common.h"
+#include "progress_bar.h"
 #include "svg_plot.h"
 #include "tessera/byte_size.h"
 
@@ -214,6 +215,8 @@ Result<BenchLengthResult> measure_length(Engine& engine, int prompt_tokens, cons
   // right after it (the higher of the two).
   std::vector<double> run_fraction;
   double before = bandwidth;
+  ProgressBar progress(fmt::format("bench -p {}", prompt_tokens), "runs");
+  progress.update(0, o.repeats);
   for (int r = 0; r < o.repeats; ++r) {
     // The engine's forward-pass times: prefill steps, then batch-1 decode steps.
     const EngineMetrics m0 = engine.metrics();
@@ -222,7 +225,10 @@ Result<BenchLengthResult> measure_length(Engine& engine, int prompt_tokens, cons
     const EngineMetrics m1 = engine.metrics();
     best_prefill_ms = std::min(best_prefill_ms, m1.prefill_ms - m0.prefill_ms);
     const int64_t decode_steps = m1.decode_tokens - m0.decode_tokens;
-    if (decode_steps <= 0) continue;
+    if (decode_steps <= 0) {
+      progress.update(r + 1, o.repeats);
+      continue;
+    }
     const double tpot_ms = (m1.decode_ms - m0.decode_ms) / static_cast<double>(decode_steps);
     best_tpot_ms = std::min(best_tpot_ms, tpot_ms);
     if (probe) {
@@ -234,6 +240,7 @@ Result<BenchLengthResult> measure_length(Engine& engine, int prompt_tokens, cons
       bandwidth = std::max(bandwidth, after);
       before = after;
     }
+    progress.update(r + 1, o.repeats, fmt::format("{:.2f} decode tokens/s", 1000.0 / tpot_ms));
   }
   out.tpot_ms = best_tpot_ms;
   out.decode_tokens_per_s = 1000.0 / best_tpot_ms;

@@ -205,7 +205,7 @@ LevelResult run_level(const BenchServeOptions& o, const Level& level, const Serv
   };
   std::vector<std::thread> threads;
   for (int w = 0; w < workers; ++w) threads.emplace_back(work);
-  ProgressBar bar("bench-serve " + level.name());
+  ProgressBar bar("bench-serve " + level.name(), "requests");
   auto show = [&] { bar.update(finished.load(), o.num_prompts, fmt::format("{} errors", errors.load())); };
   std::mutex mu;
   std::condition_variable cv;

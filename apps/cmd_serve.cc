@@ -37,7 +37,7 @@ int serve_main(ServeOptions o) {
     ss << in.rdbuf();
     o.server.chat_template = ss.str();
   }
-  auto engine = Engine::create(*options);
+  auto engine = load_engine(*options);
   if (!engine.ok()) return fail(engine.status());
   o.server.webui = !o.no_webui;
   o.server.request_log = o.log_format == "json" ? server::RequestLogFormat::kJson : server::RequestLogFormat::kText;
