@@ -11,6 +11,15 @@
 
 namespace tessera::cli {
 
+// Headings of `--help` (CLI11 option groups), as `vllm serve --help` and
+// `llama-server --help` group theirs. The shared add_*_flags below put their
+// flags under these; a command adds its own flags to one of them or its own.
+inline constexpr const char* kGroupModel = "Model";
+inline constexpr const char* kGroupEngine = "Engine / KV cache";
+inline constexpr const char* kGroupServer = "Server";
+inline constexpr const char* kGroupSampling = "Sampling defaults";
+inline constexpr const char* kGroupSpeculative = "Speculative decoding";
+
 // Flags every command that runs a model takes.
 // Continuous-batching flags (run, serve).
 struct SchedulerFlags {
@@ -56,7 +65,11 @@ Result<uint64_t> kv_memory_bytes(const EngineFlags& flags);
 // scheduler. Errors: a bad --kv-cache-memory.
 Result<EngineOptions> engine_options(const EngineFlags& engine, const SchedulerFlags& sched, int64_t ctx_size = 0);
 
-// Loads the model and creates the engine engine_options() describes.
+// Engine::create, with a ProgressTimer on stderr while a model of at least
+// kLargeModelBytes loads (progress_bar.h).
+Result<std::unique_ptr<Engine>> load_engine(const EngineOptions& options);
+
+// Loads the model (load_engine) and creates the engine engine_options() describes.
 Result<std::unique_ptr<Engine>> create_engine(const EngineFlags& engine, const SchedulerFlags& sched,
                                               int64_t ctx_size = 0);
 

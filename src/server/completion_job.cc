@@ -214,6 +214,7 @@ std::string CompletionJob::on_step(size_t p, const StreamEvent& ev) {
 std::string CompletionJob::on_finished(size_t p, const RequestEvent& ev) {
   ++finished_;
   if (!ev.error.ok() && !error_) error_ = ev.error;
+  if (ev.cancelled) cancelled_ = true;
   if (ev.metrics) metrics_[p] = *ev.metrics;
   const auto n = static_cast<size_t>(request_.options.n);
   if (ev.results) {
@@ -235,16 +236,46 @@ std::string CompletionJob::on_finished(size_t p, const RequestEvent& ev) {
   return out + sse_event(chunk(choices));
 }
 
-Json CompletionJob::usage() const {
-  int64_t prompt = 0, completion = 0, cached = 0, proposed = 0, accepted = 0, spec_steps = 0;
+CompletionJob::UsageCounts CompletionJob::usage_counts() const {
+  UsageCounts u;
   for (const auto& m : metrics_) {
-    prompt += m.prompt_tokens;
-    cached += m.cached_tokens;
+    u.prompt += m.prompt_tokens;
+    u.cached += m.cached_tokens;
+  }
+  for (const auto& r : results_) u.completion += static_cast<int64_t>(r.tokens.size());
+  return u;
+}
+
+void CompletionJob::fill_log_record(RequestLogRecord& r) const {
+  const UsageCounts u = usage_counts();
+  r.prompt_tokens = u.prompt;
+  r.cached_tokens = u.cached;
+  r.generated_tokens = u.completion;
+  r.ttft_ms.reset();
+  for (const auto& m : metrics_) {
+    if (m.generated_tokens > 0 && (!r.ttft_ms || m.ttft_ms < *r.ttft_ms)) r.ttft_ms = m.ttft_ms;
+  }
+  r.finish_reason.clear();
+  if (cancelled_) {
+    r.finish_reason = "cancelled";
+    return;
+  }
+  if (finished_ == 0) return;
+  for (const auto& c : results_) {
+    if (!r.finish_reason.empty()) r.finish_reason += ',';
+    r.finish_reason += finish_reason_name(c.finish);
+  }
+}
+
+Json CompletionJob::usage() const {
+  const UsageCounts counts = usage_counts();
+  const int64_t prompt = counts.prompt, completion = counts.completion, cached = counts.cached;
+  int64_t proposed = 0, accepted = 0, spec_steps = 0;
+  for (const auto& m : metrics_) {
     proposed += m.spec_proposed_tokens;
     accepted += m.spec_accepted_tokens;
     spec_steps += m.spec_steps;
   }
-  for (const auto& r : results_) completion += static_cast<int64_t>(r.tokens.size());
   Json u = {{"prompt_tokens", prompt},
             {"completion_tokens", completion},
             {"total_tokens", prompt + completion},

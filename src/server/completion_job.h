@@ -14,6 +14,7 @@
 
 #include "server/openai_protocol.h"
 #include "server/prompt_scores.h"
+#include "server/request_log.h"
 #include "tessera/engine.h"
 
 namespace tessera::server {
@@ -44,8 +45,16 @@ class CompletionJob {
   std::string stream_epilogue() const;
   // The request's metrics per prompt (valid once finished).
   const std::vector<RequestMetrics>& metrics() const { return metrics_; }
+  // Fills the request log's token counts (equal to usage()), TTFT (the
+  // earliest prompt's) and finish reasons ("cancelled" when the engine
+  // cancelled any prompt) from what has finished so far.
+  void fill_log_record(RequestLogRecord& r) const;
 
  private:
+  struct UsageCounts {
+    int64_t prompt = 0, completion = 0, cached = 0;
+  };
+  UsageCounts usage_counts() const;
   nlohmann::ordered_json usage() const;
   nlohmann::ordered_json chunk(nlohmann::ordered_json choices) const;
   // Chat: {"content": [...]}; completions: {tokens, token_logprobs,
@@ -77,6 +86,7 @@ class CompletionJob {
   std::vector<size_t> stream_offset_;  // [prompt * n + choice] streaming: bytes of text sent so far (echo included)
   size_t finished_ = 0;
   std::optional<Status> error_;
+  bool cancelled_ = false;  // the engine cancelled a prompt (client gone, server stopping)
 };
 
 // `data: <json>\n\n`.

@@ -50,11 +50,16 @@ Result<std::unique_ptr<Server>> Server::create(Engine& engine, ServerConfig conf
     st.chat = std::move(*t);
   }
   st.config = std::move(config);
+  if (st.config.request_log) {
+    st.request_log.emplace(*st.config.request_log,
+                           st.config.request_log_file != nullptr ? st.config.request_log_file : stderr);
+  }
   st.protocol.vocab = vocab;
   st.protocol.n_vocab = info.n_vocab;
   st.protocol.context_tokens = info.context;
   st.protocol.served_model = st.config.served_model_name;
   st.protocol.chat = st.chat.get();
+  st.protocol.defaults = st.config.request_defaults;
   s->impl_ = std::make_unique<Impl>(st.config.io_threads);
   s->impl_->state = s->state_;
   return s;

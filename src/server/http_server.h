@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -22,6 +23,8 @@
 #include <vector>
 
 #include "server/openai_protocol.h"
+#include "server/request_id.h"
+#include "server/request_log.h"
 #include "server/server_metrics.h"
 #include "tessera/chat.h"
 #include "tessera/engine.h"
@@ -44,6 +47,10 @@ struct ServerConfig {
   // between requests for idle_timeout_s. Past either, the socket is closed.
   double header_timeout_s = 10;
   double idle_timeout_s = 60;
+  RequestDefaults request_defaults;  // sampling fields a request leaves out (openai_protocol.h)
+  // Set: one line per finished request (request_log.h) on request_log_file (null: stderr).
+  std::optional<RequestLogFormat> request_log;
+  std::FILE* request_log_file = nullptr;
 };
 
 // State shared by every connection (thread-safe members only).
@@ -57,7 +64,8 @@ struct ServerState {
   std::atomic<bool> stopping{false};  // shutting down: no new completions (503), connections close
   std::atomic<bool> cancelled_on_stop{
       false};  // stop() cancelled what was still running: streams end with an error event
-  std::atomic<uint64_t> next_id{1};
+  RequestIdGenerator request_ids;         // X-Request-Id when the client sends none
+  std::optional<RequestLog> request_log;  // from config.request_log
   std::mutex mu;              // guards active
   std::set<uint64_t> active;  // engine request ids in flight
 };

@@ -59,6 +59,7 @@ void HttpSession::read_header() {
 
 void HttpSession::on_read(beast::error_code ec) {
   stream_.expires_after(kBodyTimeout);  // the response's write (a job's stream: expires_never)
+  if (ec && ec != http::error::end_of_stream && parser_->is_header_done()) begin_log(parser_->get());
   if (ec == http::error::body_limit) {
     keep_alive_ = false;
     state_->metrics.count_error(413);
@@ -84,11 +85,44 @@ void HttpSession::on_read(beast::error_code ec) {
   handle(parser_->release());
 }
 
+void HttpSession::begin_log(const Request& req) {
+  log_ = RequestLogRecord{};
+  log_start_ = std::chrono::steady_clock::now();
+  log_open_ = true;
+  const std::string_view target(req.target().data(), req.target().size());
+  log_.path = std::string(target.substr(0, target.find('?')));
+  log_.method = std::string(req.method_string());
+  auto client_id = req.find("X-Request-Id");
+  if (client_id != req.end() &&
+      valid_request_id(std::string_view(client_id->value().data(), client_id->value().size()))) {
+    log_.request_id = std::string(client_id->value());
+  } else {
+    log_.request_id = state_->request_ids.next();
+  }
+}
+
+void HttpSession::end_log(int status) {
+  if (!log_open_) return;
+  log_open_ = false;
+  if (!state_->request_log || log_.path == "/health" || log_.path == "/metrics") return;
+  log_.status = status;
+  log_.e2e_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - log_start_).count();
+  state_->request_log->write(log_);
+}
+
 void HttpSession::handle(Request req) {
   keep_alive_ = req.keep_alive();
+  begin_log(req);
   std::string_view target(req.target().data(), req.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
   const std::string_view method(req.method_string().data(), req.method_string().size());
+  if (auto client_id = req.find("X-Request-Id");
+      client_id != req.end() && !client_id->value().empty() &&
+      !valid_request_id(std::string_view(client_id->value().data(), client_id->value().size()))) {
+    return send(error_reply(
+        bad_request("X-Request-Id must be 1 to " + std::to_string(kMaxRequestIdLength) + " visible ASCII characters",
+                    {}, "invalid_request_id")));
+  }
   if (auto page = handle_webui_route(method, path, state_->config)) return send(std::move(*page));
   const bool open = path == "/health" || path == "/metrics";
   if (!open && !state_->config.api_key.empty()) {
@@ -141,13 +175,16 @@ void HttpSession::send(Reply reply) {
   res->set(http::field::content_type, reply.content_type);
   for (const auto& [k, v] : reply.headers) res->set(k, v);
   if (state_->stopping.load()) keep_alive_ = false;  // draining: this connection's last response
+  if (log_open_) res->set("X-Request-Id", log_.request_id);
   res->keep_alive(keep_alive_);
   res->body() = std::move(reply.body);
   res->prepare_payload();
-  http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
-    if (ec) return self->close();
-    self->response_complete();
-  });
+  http::async_write(stream_, *res,
+                    [self = shared_from_this(), res, status = reply.status](beast::error_code ec, size_t) {
+                      if (ec) return self->close();
+                      self->end_log(status);
+                      self->response_complete();
+                    });
 }
 
 void HttpSession::start_job(ParsedRequest request) {
@@ -161,7 +198,7 @@ void HttpSession::start_job(ParsedRequest request) {
                  "queue_full"}));
   }
   const bool chat = request.endpoint == Endpoint::kChat;
-  const std::string id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", state_->next_id.fetch_add(1));
+  const std::string id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", log_.request_id);
   const int64_t created =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   job_ = std::make_unique<CompletionJob>(std::move(request), id, created, state_->engine->vocab());
@@ -228,7 +265,7 @@ void HttpSession::start_job(ParsedRequest request) {
     out_ +=
         "HTTP/1.1 200 OK\r\nServer: tessera\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
         "Transfer-Encoding: chunked\r\n" +
-        std::string(keep_alive_ ? "" : "Connection: close\r\n") + "\r\n";
+        std::string(keep_alive_ ? "" : "Connection: close\r\n") + "X-Request-Id: " + log_.request_id + "\r\n\r\n";
     if (auto pre = job_->stream_preamble(); !pre.empty()) write_chunk(std::move(pre));
     do_write();
   }
@@ -279,6 +316,7 @@ void HttpSession::on_engine_event(EngineEvent& ev) {
 }
 
 void HttpSession::on_job_done() {
+  job_->fill_log_record(log_);
   if (closed_) {
     job_.reset();
     return close();
@@ -322,6 +360,7 @@ void HttpSession::do_write() {
     if (stream_ending_) {
       stream_ending_ = false;
       job_.reset();
+      end_log(200);
       response_complete();
     }
     return;
@@ -373,6 +412,7 @@ void HttpSession::client_gone() {
 }
 
 void HttpSession::close() {
+  end_log(499);  // a request whose response was not (fully) sent
   closed_ = true;
   beast::error_code ec;
   stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
