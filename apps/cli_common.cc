@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <optional>
 
+#include "progress_bar.h"
 #include "tessera/byte_size.h"
 #include "tessera/parallel.h"
 #include "tessera/system.h"
@@ -13,31 +15,46 @@
 namespace tessera::cli {
 
 void add_engine_flags(CLI::App& app, EngineFlags& f) {
-  app.add_option("-m,--model", f.model, "Model: a GGUF file or a Hugging Face directory")->required();
-  app.add_option("-t,--threads", f.threads, "Worker threads (default: physical cores)")->check(CLI::Range(1, 1024));
+  app.add_option("-m,--model", f.model, "Model: a GGUF file or a Hugging Face directory")
+      ->required()
+      ->group(kGroupModel);
+  app.add_option("-t,--threads", f.threads, "Worker threads (default: physical cores)")
+      ->check(CLI::Range(1, 1024))
+      ->group(kGroupEngine);
   app.add_option("-c,--ctx-size", f.ctx_size,
                  "Context size in tokens; sizes the KV cache (default: min(trained, 4096))")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->group(kGroupEngine);
   app.add_option("--kv-cache-memory", f.kv_cache_memory,
-                 "KV cache memory budget, e.g. 64MiB or 2GiB (overrides --ctx-size)");
+                 "KV cache memory budget, e.g. 64MiB or 2GiB (overrides --ctx-size)")
+      ->group(kGroupEngine);
   app.add_option("--kv-cache-dtype", f.kv_cache_dtype,
                  "KV cache element type (auto: the weights' f32/f16/bf16 type, f16 for quantized models)")
       ->check(CLI::IsMember({"auto", "f16", "bf16", "f32", "int8", "fp8"}))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(kGroupEngine);
   app.add_option("--quantize", f.quantize, "Quantize the weight matrices at load time")
-      ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k"}));
+      ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k"}))
+      ->group(kGroupModel);
+  app.add_flag("--check-tensors", f.check_tensors,
+               "Check every weight value for Inf/NaN at load (always checked: quantized scales, norms)")
+      ->group(kGroupModel);
   std::string devices;
   for (const std::string& n : device_names()) devices += (devices.empty() ? "" : ", ") + n;
   app.add_option("--device", f.device, "Backend that runs the model (this build has: " + devices + ")")
-      ->check(CLI::IsMember(device_names()));
+      ->check(CLI::IsMember(device_names()))
+      ->group(kGroupEngine);
   app.add_option("--tensor-parallel-size", f.parallel.tensor_parallel_size,
                  "Ranks splitting every weight matrix (run under mpirun -np T*P)")
-      ->check(CLI::Range(1, 1024));
+      ->check(CLI::Range(1, 1024))
+      ->group(kGroupEngine);
   app.add_option("--pipeline-parallel-size", f.parallel.pipeline_parallel_size,
                  "Pipeline stages of consecutive layers (run under mpirun -np T*P)")
-      ->check(CLI::Range(1, 1024));
+      ->check(CLI::Range(1, 1024))
+      ->group(kGroupEngine);
   app.add_option("--pp-layer-split", f.parallel.pp_layer_split, "Layers per pipeline stage, e.g. 12,10 (default: even)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->group(kGroupEngine);
 }
 
 Isa isa_from_environment() {
@@ -66,6 +83,7 @@ Result<EngineOptions> engine_options(const EngineFlags& engine, const SchedulerF
   EngineOptions o;
   o.model = engine.model;
   o.quantize = engine.quantize;
+  o.check_tensors = engine.check_tensors;
   o.backend = backend_options(engine);
   o.ctx_size = ctx_size > 0 ? ctx_size : engine.ctx_size;
   TESSERA_ASSIGN_OR_RETURN(o.kv_cache_memory, kv_memory_bytes(engine));
@@ -95,7 +113,7 @@ Status parallel_setup(const EngineOptions& o) {
 
 }  // namespace
 
-Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& o) {
+Result<std::unique_ptr<Engine>> load_engine(const EngineOptions& o) {
   if (o.parallel.world_size() > 1) {
     if (Status st = parallel_setup(o); !st.ok()) {
       if (launched_rank() != 0) std::exit(1);
@@ -112,28 +130,42 @@ Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& o) {
       std::exit(st.ok() ? 0 : 1);
     }
   }
-  return Engine::create(o);
+  std::optional<ProgressTimer> loading;
+  if (const uint64_t bytes = model_file_bytes(o.model); bytes >= kLargeModelBytes) {
+    loading.emplace("loading model", fmt::format("{} ({})", o.model, format_byte_size(bytes)));
+  }
+  auto engine = Engine::create(o);
+  if (loading && engine.ok()) loading->finish();
+  return engine;
 }
 
 Result<std::unique_ptr<Engine>> create_engine(const EngineFlags& engine, const SchedulerFlags& sched,
                                               int64_t ctx_size) {
   TESSERA_ASSIGN_OR_RETURN(EngineOptions o, engine_options(engine, sched, ctx_size));
-  return open_engine(o);
+  return load_engine(o);
 }
 
 void add_spec_flags(CLI::App& app, SpeculativeOptions& s) {
   app.add_option("--spec", s.method, "Speculative decoding: ngram (prompt lookup; output unchanged)")
-      ->check(CLI::IsMember({"ngram"}));
-  app.add_option("--spec-k", s.k, "Tokens proposed per sequence and step at most")->check(CLI::Range(1, 32));
+      ->check(CLI::IsMember({"ngram"}))
+      ->group(kGroupSpeculative);
+  app.add_option("--spec-k", s.k, "Tokens proposed per sequence and step at most")
+      ->check(CLI::Range(1, 32))
+      ->group(kGroupSpeculative);
   app.add_option("--spec-ngram-min", s.ngram_min, "Shortest suffix the n-gram lookup matches")
-      ->check(CLI::Range(1, 16));
-  app.add_option("--spec-ngram-max", s.ngram_max, "Longest suffix the n-gram lookup matches")->check(CLI::Range(1, 16));
+      ->check(CLI::Range(1, 16))
+      ->group(kGroupSpeculative);
+  app.add_option("--spec-ngram-max", s.ngram_max, "Longest suffix the n-gram lookup matches")
+      ->check(CLI::Range(1, 16))
+      ->group(kGroupSpeculative);
   app.add_option("--spec-disable-batch-size", s.disable_batch_size,
                  "No speculation in a step with more running sequences than this")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(CLI::Range(1, 1 << 20))
+      ->group(kGroupSpeculative);
   app.add_flag(
-      "--no-spec-adaptive", [&s](int64_t) { s.adaptive = false; },
-      "Keep --spec-k fixed instead of adapting it per sequence to its acceptance");
+         "--no-spec-adaptive", [&s](int64_t) { s.adaptive = false; },
+         "Keep --spec-k fixed instead of adapting it per sequence to its acceptance")
+      ->group(kGroupSpeculative);
 }
 
 int check_spec_flags(const SpeculativeOptions& s) {
@@ -145,11 +177,15 @@ int check_spec_flags(const SpeculativeOptions& s) {
 }
 
 void add_scheduler_flags(CLI::App& app, SchedulerFlags& f) {
-  app.add_option("--max-num-seqs", f.max_num_seqs, "Sequences running at once at most")->check(CLI::Range(1, 4096));
+  app.add_option("--max-num-seqs", f.max_num_seqs, "Sequences running at once at most")
+      ->check(CLI::Range(1, 4096))
+      ->group(kGroupEngine);
   app.add_option("--max-num-batched-tokens", f.max_num_batched_tokens,
                  "Tokens per engine step at most (prefill chunks)")
-      ->check(CLI::Range(1, 1 << 20));
-  app.add_flag("--no-prefix-cache", f.no_prefix_cache, "Do not reuse the KV blocks of shared prompt prefixes");
+      ->check(CLI::Range(1, 1 << 20))
+      ->group(kGroupEngine);
+  app.add_flag("--no-prefix-cache", f.no_prefix_cache, "Do not reuse the KV blocks of shared prompt prefixes")
+      ->group(kGroupEngine);
 }
 
 int resolve_threads(const EngineFlags& f) {

@@ -11,6 +11,15 @@
 
 namespace tessera::cli {
 
+// Headings of `--help` (CLI11 option groups), as `vllm serve --help` and
+// `llama-server --help` group theirs. The shared add_*_flags below put their
+// flags under these; a command adds its own flags to one of them or its own.
+inline constexpr const char* kGroupModel = "Model";
+inline constexpr const char* kGroupEngine = "Engine / KV cache";
+inline constexpr const char* kGroupServer = "Server";
+inline constexpr const char* kGroupSampling = "Sampling defaults";
+inline constexpr const char* kGroupSpeculative = "Speculative decoding";
+
 // Flags every command that runs a model takes.
 // Continuous-batching flags (run, serve).
 struct SchedulerFlags {
@@ -29,13 +38,14 @@ int check_spec_flags(const SpeculativeOptions& spec);
 
 struct EngineFlags {
   std::string model;
-  int threads = 0;                      // 0: physical cores
-  int64_t ctx_size = 0;                 // 0: min(trained context, 4096)
-  std::string kv_cache_memory;          // e.g. "64MiB"; overrides ctx_size
-  std::string kv_cache_dtype = "auto";  // auto, f16, bf16, f32, int8 or fp8
-  std::string quantize;                 // load-time quantization (q8_0, q4_0, q4_k); empty: none
-  std::string device = "cpu";           // --device: a backend_names() entry
-  ParallelOptions parallel;             // --tensor-parallel-size, --pipeline-parallel-size, --pp-layer-split
+  int threads = 0;                     // 0: physical cores
+  int64_t ctx_size = 0;                // 0: min(trained context, 4096)
+  std::string kv_cache_memory;         // e.g. "64MiB"; overrides ctx_size
+  std::string kv_cache_dtype = "auto"; // auto, f16, bf16, f32, int8 or fp8
+  std::string quantize;                // load-time quantization (q8_0, q4_0, q4_k); empty: none
+  std::string device = "cpu";          // --device: a backend_names() entry
+  bool check_tensors = false;          // --check-tensors: every weight value checked for Inf/NaN at load
+  ParallelOptions parallel;            // --tensor-parallel-size, --pipeline-parallel-size, --pp-layer-split
 };
 
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
@@ -56,14 +66,16 @@ Result<uint64_t> kv_memory_bytes(const EngineFlags& flags);
 // scheduler. Errors: a bad --kv-cache-memory.
 Result<EngineOptions> engine_options(const EngineFlags& engine, const SchedulerFlags& sched, int64_t ctx_size = 0);
 
-// Creates the engine `options` describe. For a parallel run
-// (options.parallel.world_size() > 1) it first starts MPI; on ranks other
-// than 0 it then serves rank 0's engines and exits the process when rank 0
-// does (never returning). Errors: a parallel size outside mpirun (or with
-// another number of ranks), a build without MPI, Engine::create's.
-Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options);
+// Creates the engine `options` describe (Engine::create), with a
+// ProgressTimer on stderr while a model of at least kLargeModelBytes loads
+// (progress_bar.h). For a parallel run (options.parallel.world_size() > 1)
+// it first starts MPI; on ranks other than 0 it then serves rank 0's engines
+// and exits the process when rank 0 does (never returning). Errors: a
+// parallel size outside mpirun (or with another number of ranks), a build
+// without MPI, Engine::create's.
+Result<std::unique_ptr<Engine>> load_engine(const EngineOptions& options);
 
-// Loads the model and creates the engine engine_options() describes (open_engine).
+// Loads the model (load_engine) and creates the engine engine_options() describes.
 Result<std::unique_ptr<Engine>> create_engine(const EngineFlags& engine, const SchedulerFlags& sched,
                                               int64_t ctx_size = 0);
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -12,7 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "bench_report.h"
 #include "cli_common.h"
+#include "progress_bar.h"
+#include "svg_plot.h"
 #include "tessera/byte_size.h"
 #include "tessera/system.h"
 
@@ -22,7 +26,9 @@ namespace {
 
 struct BenchOptions {
   EngineFlags engine;
-  int prompt_tokens = 512;
+  std::vector<int> prompt_lengths = {512};  // -p: one measurement each, in order
+  bool json = false;                        // --json: the BenchReport as JSON on stdout instead of text
+  std::string plot;                         // --plot FILE.svg / FILE.html
   int decode_tokens = 32;
   int repeats = 3;
   bool skip_bandwidth = false;
@@ -107,10 +113,10 @@ Result<BatchRun> run_batch(Engine& engine, const PromptFn& prompt_of, int batch,
 int spec_bench_main(const BenchOptions& o) {
   SchedulerFlags sched;
   sched.max_num_seqs = *std::max_element(o.spec_batches.begin(), o.spec_batches.end());
-  sched.max_num_batched_tokens = std::max(512, o.prompt_tokens * sched.max_num_seqs);
+  sched.max_num_batched_tokens = std::max(512, o.prompt_lengths.front() * sched.max_num_seqs);
   sched.no_prefix_cache = true;
   sched.spec = o.spec;
-  const int64_t ctx = o.prompt_tokens + o.decode_tokens + 16;
+  const int64_t ctx = o.prompt_lengths.front() + o.decode_tokens + 16;
   // Room for every request of the largest batch at once.
   EngineFlags flags = o.engine;
   flags.kv_cache_memory.clear();
@@ -124,8 +130,8 @@ int spec_bench_main(const BenchOptions& o) {
       "best of {}\n",
       o.spec.method, o.spec.k, o.spec.ngram_min, o.spec.ngram_max, o.spec.adaptive ? ", adaptive" : "",
       o.spec_workload == "loop" ? "the model's own loop" : "a 16-token pattern repeated (one per request)",
-      o.prompt_tokens, o.decode_tokens, o.repeats);
-  PromptFn prompt_of = [&](int i) { return repetitive_prompt(e, o.prompt_tokens, i); };
+      o.prompt_lengths.front(), o.decode_tokens, o.repeats);
+  PromptFn prompt_of = [&](int i) { return repetitive_prompt(e, o.prompt_lengths.front(), i); };
   {
     // Warm-up (not measured); for the loop workload it also finds the loop:
     // 32 greedy tokens after the pattern, and the token most frequent among them.
@@ -141,8 +147,8 @@ int spec_bench_main(const BenchOptions& o) {
                            })->first;
       fmt::print(
           "loop workload: token {} ({} of the 32 greedy tokens after the pattern) repeated to {} prompt tokens\n", loop,
-          count[loop], o.prompt_tokens);
-      prompt_of = [&e, loop, n = o.prompt_tokens](int) {
+          count[loop], o.prompt_lengths.front());
+      prompt_of = [&e, loop, n = o.prompt_lengths.front()](int) {
         std::vector<int32_t> p(static_cast<size_t>(n), loop);
         if (e.vocab() != nullptr && e.vocab()->bos_id() >= 0) p[0] = e.vocab()->bos_id();
         return p;
@@ -180,133 +186,191 @@ int spec_bench_main(const BenchOptions& o) {
   return 0;
 }
 
-int bench_main(const BenchOptions& o) {
-  if (o.spec.enabled()) return spec_bench_main(o);
-  const int threads = resolve_threads(o.engine);
-  // One request at a time through the engine; the whole prompt in one step
-  // (prefill) and no prefix cache, so every repeat computes the prompt again.
-  SchedulerFlags sched;
-  sched.max_num_seqs = 1;
-  sched.max_num_batched_tokens = std::max(512, o.prompt_tokens);
-  sched.no_prefix_cache = true;
-  EngineFlags flags = o.engine;
-  flags.kv_cache_memory.clear();  // the cache holds the one request
-  auto gen = create_engine(flags, sched, o.prompt_tokens + o.decode_tokens + 16);
-  if (!gen.ok()) return fail(gen.status());
-  Engine& engine = **gen;
+// One prompt length, best of o.repeats: batch-1 decode (TPOT from the engine's
+// decode-step times) and prefill (the whole prompt in one step). `bandwidth`
+// (bytes/s, 0 when not probed) rises to the highest measured around the runs.
+Result<BenchLengthResult> measure_length(Engine& engine, int prompt_tokens, const BenchOptions& o, bool probe,
+                                         double& bandwidth, std::string& run_details) {
   const ModelInfo& c = engine.model_info();
-  fmt::print("model: {} ({}, {} layers, embedding {}), threads: {}, backend: {}\n", o.engine.model, c.architecture,
-             c.n_layers, c.n_embd, threads, engine.backend_description());
-  // The backend measures the bandwidth of its own memory, on its own threads.
-  const bool probe = !o.skip_bandwidth;
-  double bandwidth = 0;  // the highest read bandwidth measured, bytes/s
-  if (probe) {
-    bandwidth = engine.measure_read_bandwidth();
-    fmt::print("memory read bandwidth: {:.2f} GB/s ({} threads, best of 1, 2 and 4 streams per thread)\n",
-               bandwidth / 1e9, threads);
-  }
-  std::vector<int32_t> prompt(static_cast<size_t>(o.prompt_tokens));
+  std::vector<int32_t> prompt(static_cast<size_t>(prompt_tokens));
   for (size_t i = 0; i < prompt.size(); ++i)
     prompt[i] = static_cast<int32_t>((i * 7919 + 3) % static_cast<size_t>(c.n_vocab));
   if (engine.vocab() != nullptr && engine.vocab()->bos_id() >= 0) prompt[0] = engine.vocab()->bos_id();
 
-  const uint64_t weight_bytes = c.weight_bytes;
+  BenchLengthResult out;
+  out.prompt_tokens = prompt_tokens;
+  out.decode_tokens = o.decode_tokens;
   // Average KV bytes read per decode step over the measured positions.
   const double kv_bytes =
-      static_cast<double>(engine.kv_cache_info().bytes_per_token) * (o.prompt_tokens + o.decode_tokens / 2.0);
-  const double bytes_per_token = static_cast<double>(weight_bytes) + kv_bytes;
+      static_cast<double>(engine.kv_cache_info().bytes_per_token) * (prompt_tokens + o.decode_tokens / 2.0);
+  out.bytes_per_token = static_cast<double>(c.weight_bytes) + kv_bytes;
 
   GenerationOptions opts;
   opts.sampling.temperature = 0;
   opts.ignore_eos = true;  // random weights may pick EOS; always decode the full count
-  {
-    // Warm-up (not measured): a short prompt and two tokens touch every
-    // weight once, so the first measured run does not pay for page faults.
-    opts.max_tokens = 2;
-    const std::vector<int32_t> warm(prompt.begin(), prompt.begin() + std::min<size_t>(prompt.size(), 8));
-    auto res = engine.generate(warm, opts);
-    if (!res.ok()) return fail(res.status());
-  }
   opts.max_tokens = o.decode_tokens;
   double best_prefill_ms = 1e30;
   double best_tpot_ms = 1e30;
-  // Parallel runs: rank 0's communication in the best runs.
-  double prefill_comm_ms = 0, decode_comm_ms_per_step = 0;
-  uint64_t prefill_comm_bytes = 0, decode_comm_bytes_per_step = 0;
   // This VM's bandwidth drifts with its neighbours from minute to minute, so
   // each run is also judged against the bandwidth measured right before and
   // right after it (the higher of the two).
   std::vector<double> run_fraction;
-  std::vector<std::string> run_detail;  // "f% (tok/s at GB/s)" per run
   double before = bandwidth;
+  ProgressBar progress(fmt::format("bench -p {}", prompt_tokens), "runs");
+  progress.update(0, o.repeats);
   for (int r = 0; r < o.repeats; ++r) {
     // The engine's forward-pass times: prefill steps, then batch-1 decode steps.
     const EngineMetrics m0 = engine.metrics();
-    auto res = engine.generate(prompt, opts);
-    if (!res.ok()) return fail(res.status());
+    TESSERA_ASSIGN_OR_RETURN(auto res, engine.generate(prompt, opts));
+    (void)res;
     const EngineMetrics m1 = engine.metrics();
     if (m1.prefill_ms - m0.prefill_ms < best_prefill_ms) {
       best_prefill_ms = m1.prefill_ms - m0.prefill_ms;
-      prefill_comm_ms = m1.prefill_comm_ms - m0.prefill_comm_ms;
-      prefill_comm_bytes = m1.prefill_comm_bytes - m0.prefill_comm_bytes;
+      out.prefill_comm_ms = m1.prefill_comm_ms - m0.prefill_comm_ms;
+      out.prefill_comm_bytes = m1.prefill_comm_bytes - m0.prefill_comm_bytes;
     }
     const int64_t decode_steps = m1.decode_tokens - m0.decode_tokens;
-    if (decode_steps <= 0) continue;
+    if (decode_steps <= 0) {
+      progress.update(r + 1, o.repeats);
+      continue;
+    }
     const double tpot_ms = (m1.decode_ms - m0.decode_ms) / static_cast<double>(decode_steps);
     if (tpot_ms < best_tpot_ms) {
       best_tpot_ms = tpot_ms;
-      decode_comm_ms_per_step = (m1.decode_comm_ms - m0.decode_comm_ms) / static_cast<double>(decode_steps);
-      decode_comm_bytes_per_step = (m1.decode_comm_bytes - m0.decode_comm_bytes) / static_cast<uint64_t>(decode_steps);
+      out.decode_comm_ms_per_step = (m1.decode_comm_ms - m0.decode_comm_ms) / static_cast<double>(decode_steps);
+      out.decode_comm_bytes_per_step =
+          (m1.decode_comm_bytes - m0.decode_comm_bytes) / static_cast<uint64_t>(decode_steps);
     }
     if (probe) {
       const double after = engine.measure_read_bandwidth();
       const double run_bw = std::max(before, after);
-      run_fraction.push_back(bytes_per_token * 1000.0 / tpot_ms / run_bw);
-      run_detail.push_back(fmt::format("{:.1f}% ({:.2f} tok/s at {:.2f} GB/s)", 100.0 * run_fraction.back(),
-                                       1000.0 / tpot_ms, run_bw / 1e9));
+      run_fraction.push_back(out.bytes_per_token * 1000.0 / tpot_ms / run_bw);
+      run_details += fmt::format("{}{:.1f}% ({:.2f} tok/s at {:.2f} GB/s)", run_details.empty() ? "" : ", ",
+                                 100.0 * run_fraction.back(), 1000.0 / tpot_ms, run_bw / 1e9);
       bandwidth = std::max(bandwidth, after);
       before = after;
     }
+    progress.update(r + 1, o.repeats, fmt::format("{:.2f} decode tokens/s", 1000.0 / tpot_ms));
   }
-  const double decode_tps = 1000.0 / best_tpot_ms;
-  fmt::print("decode (batch 1, context ~{}): {:.2f} tokens/s, TPOT {:.2f} ms, {} read per token\n", o.prompt_tokens,
-             decode_tps, best_tpot_ms, format_byte_size(static_cast<uint64_t>(bytes_per_token)));
+  out.tpot_ms = best_tpot_ms;
+  out.decode_tokens_per_s = 1000.0 / best_tpot_ms;
   if (probe && !run_fraction.empty()) {
-    std::string runs;
-    for (const std::string& d : run_detail) runs += (runs.empty() ? "" : ", ") + d;
     std::vector<double> sorted = run_fraction;
     std::sort(sorted.begin(), sorted.end());
     const size_t mid = sorted.size() / 2;
-    const double median = sorted.size() % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0;
-    fmt::print("decode vs bandwidth measured around each run: {} (median {:.1f}%)\n", runs, 100.0 * median);
-    const double roofline = bandwidth / bytes_per_token;
-    fmt::print(
-        "decode roofline at the highest bandwidth seen ({:.2f} GB/s): {:.2f} tokens/s -> {:.1f}% of the "
-        "memory-bandwidth limit ({:.2f} GB/s effective)\n",
-        bandwidth / 1e9, roofline, 100.0 * decode_tps / roofline, decode_tps * bytes_per_token / 1e9);
+    out.median_fraction_of_bandwidth = sorted.size() % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0;
+    out.decode_roofline_tokens_per_s = bandwidth / out.bytes_per_token;
   }
   // 2 FLOPs per weight per token, plus attention (QK and PV) over the causal prompt.
   const double matrix_params =
       static_cast<double>(c.n_layers) * (2.0 * c.n_embd * c.n_heads * c.head_dim +
                                          2.0 * c.n_embd * c.n_kv_heads * c.head_dim + 3.0 * c.n_embd * c.n_ff) +
-      static_cast<double>(c.n_vocab) * c.n_embd / o.prompt_tokens;
+      static_cast<double>(c.n_vocab) * c.n_embd / prompt_tokens;
   const double attn_flops =
-      2.0 * c.n_layers * c.n_heads * c.head_dim * static_cast<double>(o.prompt_tokens) * o.prompt_tokens;
-  const double prefill_flops = 2.0 * matrix_params * o.prompt_tokens + attn_flops;
-  fmt::print("prefill ({} token{}): {:.1f} tokens/s, {:.1f} GFLOP/s\n", o.prompt_tokens,
-             o.prompt_tokens == 1 ? "" : "s", o.prompt_tokens * 1000.0 / best_prefill_ms,
-             prefill_flops / best_prefill_ms / 1e6);
-  if (o.engine.parallel.world_size() > 1) {
+      2.0 * c.n_layers * c.n_heads * c.head_dim * static_cast<double>(prompt_tokens) * prompt_tokens;
+  const double prefill_flops = 2.0 * matrix_params * prompt_tokens + attn_flops;
+  out.prefill_tokens_per_s = prompt_tokens * 1000.0 / best_prefill_ms;
+  out.prefill_gflops = prefill_flops / best_prefill_ms / 1e6;
+  return out;
+}
+
+void print_length(const BenchLengthResult& l, const std::string& run_details, double bandwidth) {
+  fmt::print("decode (batch 1, context ~{}): {:.2f} tokens/s, TPOT {:.2f} ms, {} read per token\n", l.prompt_tokens,
+             l.decode_tokens_per_s, l.tpot_ms, format_byte_size(static_cast<uint64_t>(l.bytes_per_token)));
+  if (l.decode_roofline_tokens_per_s) {
+    fmt::print("decode vs bandwidth measured around each run: {} (median {:.1f}%)\n", run_details,
+               100.0 * *l.median_fraction_of_bandwidth);
     fmt::print(
-        "communication (rank 0 of {} = tensor parallel {} x pipeline parallel {}): decode {:.3f} ms and {} per step "
-        "({:.1f}% of TPOT); prefill {:.2f} ms and {} ({:.1f}% of the prefill)\n",
-        o.engine.parallel.world_size(), o.engine.parallel.tensor_parallel_size,
-        o.engine.parallel.pipeline_parallel_size, decode_comm_ms_per_step, format_byte_size(decode_comm_bytes_per_step),
-        100.0 * decode_comm_ms_per_step / best_tpot_ms, prefill_comm_ms, format_byte_size(prefill_comm_bytes),
-        100.0 * prefill_comm_ms / best_prefill_ms);
+        "decode roofline at the highest bandwidth seen ({:.2f} GB/s): {:.2f} tokens/s -> {:.1f}% of the "
+        "memory-bandwidth limit ({:.2f} GB/s effective)\n",
+        bandwidth / 1e9, *l.decode_roofline_tokens_per_s,
+        100.0 * l.decode_tokens_per_s / *l.decode_roofline_tokens_per_s,
+        l.decode_tokens_per_s * l.bytes_per_token / 1e9);
   }
-  fmt::print("resident memory (this process{}): {}\n", o.engine.parallel.world_size() > 1 ? ", rank 0" : "",
-             format_byte_size(resident_memory_bytes()));
+  fmt::print("prefill ({} token{}): {:.1f} tokens/s, {:.1f} GFLOP/s\n", l.prompt_tokens,
+             l.prompt_tokens == 1 ? "" : "s", l.prefill_tokens_per_s, l.prefill_gflops);
+  if (l.decode_comm_bytes_per_step > 0 || l.prefill_comm_bytes > 0) {
+    const double prefill_ms = l.prompt_tokens * 1000.0 / l.prefill_tokens_per_s;
+    fmt::print(
+        "communication (rank 0): decode {:.3f} ms and {} per step ({:.1f}% of TPOT); prefill {:.2f} ms and {} "
+        "({:.1f}% of the prefill)\n",
+        l.decode_comm_ms_per_step, format_byte_size(l.decode_comm_bytes_per_step),
+        100.0 * l.decode_comm_ms_per_step / l.tpot_ms, l.prefill_comm_ms, format_byte_size(l.prefill_comm_bytes),
+        100.0 * l.prefill_comm_ms / prefill_ms);
+  }
+}
+
+int bench_main(const BenchOptions& o) {
+  if (o.spec.enabled()) return spec_bench_main(o);
+  const int threads = resolve_threads(o.engine);
+  const int max_prompt = *std::max_element(o.prompt_lengths.begin(), o.prompt_lengths.end());
+  // One request at a time through the engine; the whole prompt in one step
+  // (prefill) and no prefix cache, so every repeat computes the prompt again.
+  SchedulerFlags sched;
+  sched.max_num_seqs = 1;
+  sched.max_num_batched_tokens = std::max(512, max_prompt);
+  sched.no_prefix_cache = true;
+  EngineFlags flags = o.engine;
+  flags.kv_cache_memory.clear();  // the cache holds the one request
+  auto gen = create_engine(flags, sched, max_prompt + o.decode_tokens + 16);
+  if (!gen.ok()) return fail(gen.status());
+  Engine& engine = **gen;
+  const ModelInfo& c = engine.model_info();
+  BenchReport report;
+  report.model = o.engine.model;
+  report.architecture = c.architecture;
+  report.n_layers = c.n_layers;
+  report.threads = threads;
+  report.backend = engine.backend_description();
+  report.weight_bytes = c.weight_bytes;
+  report.kv_bytes_per_token = engine.kv_cache_info().bytes_per_token;
+  report.repeats = o.repeats;
+  if (!o.json) {
+    fmt::print("model: {} ({}, {} layers, embedding {}), threads: {}, backend: {}\n", o.engine.model, c.architecture,
+               c.n_layers, c.n_embd, threads, report.backend);
+  }
+  // The backend measures the bandwidth of its own memory, on its own threads.
+  const bool probe = !o.skip_bandwidth;
+  double bandwidth = 0;  // the highest read bandwidth measured, bytes/s
+  if (probe) {
+    bandwidth = engine.measure_read_bandwidth();
+    if (!o.json) {
+      fmt::print("memory read bandwidth: {:.2f} GB/s ({} threads, best of 1, 2 and 4 streams per thread)\n",
+                 bandwidth / 1e9, threads);
+    }
+  }
+  {
+    // Warm-up (not measured): a short prompt and two tokens touch every
+    // weight once, so the first measured run does not pay for page faults.
+    GenerationOptions warm_opts;
+    warm_opts.sampling.temperature = 0;
+    warm_opts.ignore_eos = true;
+    warm_opts.max_tokens = 2;
+    const std::vector<int32_t> warm(static_cast<size_t>(std::min(max_prompt, 8)), 1);
+    auto res = engine.generate(warm, warm_opts);
+    if (!res.ok()) return fail(res.status());
+  }
+  for (int p : o.prompt_lengths) {
+    std::string run_details;
+    auto l = measure_length(engine, p, o, probe, bandwidth, run_details);
+    if (!l.ok()) return fail(l.status());
+    if (!o.json) print_length(*l, run_details, bandwidth);
+    report.lengths.push_back(std::move(*l));
+  }
+  if (probe) report.bandwidth_bytes_per_s = bandwidth;
+  if (!o.plot.empty()) {
+    std::string error;
+    if (!write_plot(o.plot, bench_plot_title(report), bench_charts(report), &error, 3)) {
+      return fail(invalid_argument(error));
+    }
+    fmt::print(stderr, "bench: wrote {}\n", o.plot);
+  }
+  if (o.json) {
+    fmt::print("{}\n", bench_report_json(report).dump(2));
+  } else {
+    fmt::print("resident memory (this process{}): {}\n", o.engine.parallel.world_size() > 1 ? ", rank 0" : "",
+               format_byte_size(resident_memory_bytes()));
+  }
   return 0;
 }
 
@@ -318,11 +382,18 @@ Runner register_bench(CLI::App& app) {
   sub->footer(
       "Load-testing a running server: `tessera bench serve --url URL ...` (the same as `tessera bench-serve`).");
   add_engine_flags(*sub, o->engine);
-  sub->add_option("-p,--prompt-tokens", o->prompt_tokens, "Prompt tokens for prefill")->check(CLI::Range(1, 1 << 20));
+  sub->add_option("-p,--prompt-tokens", o->prompt_lengths,
+                  "Prompt tokens for prefill, also the context decode runs at; a list (64,256,1024) measures each")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 20));
   sub->add_option("-n,--decode-tokens", o->decode_tokens, "Tokens to decode")->check(CLI::Range(2, 1 << 20));
   sub->add_option("-r,--repeats", o->repeats, "Measured runs (best and median reported, after one warm-up)")
       ->check(CLI::Range(1, 100));
   sub->add_flag("--skip-bandwidth", o->skip_bandwidth, "Do not measure memory bandwidth");
+  sub->add_flag("--json", o->json, "Print the results as one JSON object on stdout instead of text");
+  sub->add_option("--plot", o->plot,
+                  "Write FILE.svg or FILE.html: decode tokens/s against the bandwidth roofline, prefill tokens/s "
+                  "and GFLOP/s, over the -p lengths");
   add_spec_flags(*sub, o->spec);
   sub->add_option("--spec-batch", o->spec_batches,
                   "With --spec: batch sizes compared with and without speculation (default 1 8)")
@@ -332,6 +403,19 @@ Runner register_bench(CLI::App& app) {
       ->check(CLI::IsMember({"pattern", "loop"}));
   return [o] {
     if (int rc = check_spec_flags(o->spec); rc != 0) return rc;
+    if (o->spec.enabled() && (o->prompt_lengths.size() != 1 || o->json || !o->plot.empty())) {
+      fmt::print(stderr, "tessera: error: --spec takes one -p length and no --json or --plot (see --help)\n");
+      return kExitUsage;
+    }
+    if (!o->plot.empty() && !plot_path_ok(o->plot)) {
+      fmt::print(stderr, "tessera: error: --plot {}: the file must end in .svg or .html (see --help)\n", o->plot);
+      return kExitUsage;
+    }
+    if (!o->plot.empty()) {
+      // Fail before the run, not after it: the plot file must be writable.
+      std::ofstream probe(o->plot, std::ios::app);
+      if (!probe) return fail(invalid_argument("--plot " + o->plot + ": cannot write the plot"));
+    }
     return bench_main(*o);
   };
 }

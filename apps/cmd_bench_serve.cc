@@ -205,7 +205,7 @@ LevelResult run_level(const BenchServeOptions& o, const Level& level, const Serv
   };
   std::vector<std::thread> threads;
   for (int w = 0; w < workers; ++w) threads.emplace_back(work);
-  ProgressBar bar("bench-serve " + level.name());
+  ProgressBar bar("bench-serve " + level.name(), "requests");
   auto show = [&] { bar.update(finished.load(), o.num_prompts, fmt::format("{} errors", errors.load())); };
   std::mutex mu;
   std::condition_variable cv;
@@ -388,14 +388,6 @@ Result<std::vector<Level>> parse_levels(const std::string& concurrency, const st
   }
   if (out.size() > 64) return invalid_argument(fmt::format("{}: at most 64 levels", flag));
   return out;
-}
-
-bool plot_path_ok(const std::string& path) {
-  for (const char* ext : {".svg", ".html", ".htm"}) {
-    const std::string e(ext);
-    if (path.size() > e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0) return true;
-  }
-  return false;
 }
 
 int bench_serve_main(BenchServeOptions o, const std::vector<Level>& levels) {

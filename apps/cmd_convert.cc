@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli_common.h"
+#include "progress_bar.h"
 #include "tessera/byte_size.h"
 #include "tessera/tools.h"
 
@@ -30,8 +31,11 @@ Runner register_convert(CLI::App& app) {
   return [f] {
     tools::ConvertOptions options;
     options.dtype = f->dtype;
+    // The converter reports no per-tensor progress, so the elapsed time is shown instead.
+    ProgressTimer progress("convert", fmt::format("{} -> {} ({})", f->input, f->output, f->dtype));
     auto summary = tools::convert_hf(f->input, f->output, options);
     if (!summary.ok()) return fail(summary.status());
+    progress.finish();
     for (const std::string& note : summary->notes) fmt::print(stderr, "note: {}\n", note);
     fmt::print(stderr, "wrote {}: {} tensors, {:.2f} M parameters, {} of tensor data ({}), {}\n", f->output,
                summary->n_tensors, static_cast<double>(summary->n_parameters) / 1e6,

@@ -124,7 +124,7 @@ int perplexity_main(const PerplexityOptions& o) {
     }
   }
 
-  ProgressBar progress("windows");  // plain lines when stderr is not a terminal
+  ProgressBar progress("perplexity", "windows");  // plain lines when stderr is not a terminal
   double nll = 0, base_nll = 0;
   std::vector<double> kls;
   int64_t top1_same = 0;

@@ -23,7 +23,7 @@ struct QuantizeOptions {
 };
 
 int quantize_main(const QuantizeOptions& o) {
-  ProgressBar bar("quantize");
+  ProgressBar bar("quantize", "tensors");
   auto summary =
       tools::quantize(o.input, o.output, o.type, o.threads > 0 ? o.threads : physical_cores(),
                       [&bar](int done, int total, const std::string& name) { bar.update(done, total, name); });

@@ -140,7 +140,7 @@ int run_main(RunOptions o) {
   }
   auto options = engine_options(o.engine, o.sched);
   if (!options.ok()) return fail(options.status());
-  auto engine = open_engine(*options);
+  auto engine = load_engine(*options);
   if (!engine.ok()) return fail(engine.status());
   const ModelInfo& info = (*engine)->model_info();
   const Vocab* vocab = (*engine)->vocab();

@@ -93,7 +93,9 @@ void render_chart(std::string& out, const PlotChart& c, int x0, int y0) {
     out += fmt::format(R"(<text x="{}" y="{}" font-size="13" text-anchor="middle">no data</text>)", x0 + kLeft + pw / 2,
                        y0 + kTop + ph / 2);
   }
-  // Series, then the legend under the x label.
+  // Series, then the legend under the x label: entries left to right, each as wide as its text
+  // (about 6.5 px per character at 11 px), wrapping onto a new line at the plot's width.
+  int lx = x0 + kLeft, ly = y0 + kTop + ph + 56;
   for (size_t i = 0; i < c.series.size(); ++i) {
     const PlotSeries& s = c.series[i];
     const char* color = kColors[i % std::size(kColors)];
@@ -118,10 +120,15 @@ void render_chart(std::string& out, const PlotChart& c, int x0, int y0) {
       }
     }
     out += "</g>";
-    const int lx = x0 + kLeft + static_cast<int>(i % 3) * (pw / 3), ly = y0 + kTop + ph + 56 + static_cast<int>(i / 3) * 16;
+    const int entry_w = 24 + static_cast<int>(s.name.size()) * 13 / 2 + 16;
+    if (lx > x0 + kLeft && lx + entry_w > x0 + kLeft + pw) {
+      lx = x0 + kLeft;
+      ly += 16;
+    }
     out += fmt::format(R"(<g class="legend"><line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="3"/>)", lx,
                        ly - 4, lx + 18, ly - 4, color);
     out += fmt::format(R"(<text x="{}" y="{}" font-size="11">{}</text></g>)", lx + 24, ly, xml_escape(s.name));
+    lx += entry_w;
   }
   out += "</g>";
 }
@@ -181,8 +188,16 @@ std::string wrap_html(const std::string& title, const std::string& svg) {
       xml_escape(title), body);
 }
 
+bool plot_path_ok(const std::string& path) {
+  for (const char* ext : {".svg", ".html", ".htm"}) {
+    const std::string e(ext);
+    if (path.size() > e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0) return true;
+  }
+  return false;
+}
+
 bool write_plot(const std::string& path, const std::string& title, const std::vector<PlotChart>& charts,
-                std::string* error) {
+                std::string* error, int columns) {
   auto ends_with = [&](const char* ext) {
     const std::string e(ext);
     return path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
@@ -192,7 +207,7 @@ bool write_plot(const std::string& path, const std::string& title, const std::ve
     *error = path + ": --plot writes .svg or .html files";
     return false;
   }
-  const std::string svg = render_svg(title, charts);
+  const std::string svg = render_svg(title, charts, columns);
   std::ofstream out(path, std::ios::binary);
   out << (html ? wrap_html(title, svg) : svg);
   if (!out) {

@@ -33,10 +33,13 @@ std::string render_svg(const std::string& title, const std::vector<PlotChart>& c
 // An HTML page around the SVG (for --plot FILE.html).
 std::string wrap_html(const std::string& title, const std::string& svg);
 
-// Writes render_svg() (FILE.svg) or wrap_html() (FILE.html) to `path`;
+// Writes render_svg(title, charts, columns) (FILE.svg) or wrap_html() (FILE.html) to `path`;
 // false when the file cannot be written or has another extension.
 bool write_plot(const std::string& path, const std::string& title, const std::vector<PlotChart>& charts,
-                std::string* error);
+                std::string* error, int columns = 2);
+
+// Whether `path` names a file write_plot() writes (.svg, .html or .htm).
+bool plot_path_ok(const std::string& path);
 
 // "&lt;" etc. for &, <, >, ", '.
 std::string xml_escape(const std::string& text);

@@ -35,11 +35,15 @@
 namespace tessera {
 
 struct EngineOptions {
-  std::string model;             // path: a .gguf file or a Hugging Face model directory
-  std::string quantize;          // "" (as stored), "q8_0", "q4_0" or "q4_k": requantize the matrices at load
-  BackendOptions backend;        // device ("cpu"), threads and kernel switches
-  int64_t ctx_size = 0;          // tokens of one sequence; 0: min(the model's trained context, 4096)
-  uint64_t kv_cache_memory = 0;  // bytes for the KV cache; 0: sized by ctx_size
+  std::string model;                     // path: a .gguf file or a Hugging Face model directory
+  std::string quantize;                  // "" (as stored), "q8_0", "q4_0" or "q4_k": requantize the matrices at load
+  // Check every weight value for Inf/NaN at load (--check-tensors; a pass
+  // over the whole file). Without it only the quantized blocks' scales and
+  // the norms/biases are checked. Errors name the tensor and row.
+  bool check_tensors = false;
+  BackendOptions backend;                // device ("cpu"), threads and kernel switches
+  int64_t ctx_size = 0;                  // tokens of one sequence; 0: min(the model's trained context, 4096)
+  uint64_t kv_cache_memory = 0;          // bytes for the KV cache; 0: sized by ctx_size
   // "auto" (the weights' float type for F32/F16/BF16 models, f16 for
   // quantized ones, as vLLM's auto), "f16", "bf16", "f32", "int8" or "fp8".
   std::string kv_cache_dtype = "auto";

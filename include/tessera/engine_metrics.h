@@ -36,19 +36,26 @@ struct EngineMetrics {
   int32_t waiting = 0;
   int32_t kv_blocks_used = 0;
   int32_t kv_blocks_free = 0;
+  // Prefix cache: each sequence's prompt tokens counted once, at its first
+  // admission (not again when it is re-admitted after a preemption), and of
+  // those the ones taken from the cache. 0 with the prefix cache off.
   int64_t prefix_query_tokens = 0;
   int64_t prefix_hit_tokens = 0;
-  int64_t preemptions = 0;
-  int64_t prompt_tokens_computed = 0;  // prefill tokens run through the model
+  int64_t preemptions = 0;             // sequences preempted (each time)
+  int64_t prompt_tokens_computed = 0;  // prefill tokens run through the model (recomputation included)
   int64_t generated_tokens = 0;
+  // Finished choices of successful requests by finish reason (a request with
+  // n choices adds n); cancelled and failed requests count once each, never
+  // as successes.
   int64_t finished_stop = 0;
   int64_t finished_length = 0;
-  int64_t finished_cancelled = 0;
-  int64_t steps = 0;
-  double prefill_ms = 0;      // forward time of steps that carried prompt tokens
-  double decode_ms = 0;       // forward time of decode-only steps
-  int64_t decode_tokens = 0;  // tokens computed in decode-only steps (proposed tokens included)
-  int64_t decode_steps = 0;   // decode-only steps
+  int64_t finished_cancelled = 0;  // requests cancelled (client abort, disconnect, Engine::cancel)
+  int64_t finished_error = 0;      // requests that ended with an error
+  int64_t steps = 0;               // steps that ran a forward pass
+  double prefill_ms = 0;           // forward time of steps that carried prompt tokens
+  double decode_ms = 0;            // forward time of decode-only steps
+  int64_t decode_tokens = 0;       // tokens computed in decode-only steps (proposed tokens included)
+  int64_t decode_steps = 0;        // decode-only steps
   // Speculative decoding, as in RequestMetrics, over every request so far.
   int64_t spec_proposed_tokens = 0;
   int64_t spec_accepted_tokens = 0;

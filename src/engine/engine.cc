@@ -25,6 +25,7 @@ Engine::~Engine() = default;
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   LoadOptions load;
+  load.check_tensors = o.check_tensors;
   if (!o.quantize.empty()) {
     const auto t = dtype_from_name(o.quantize);
     if (!t || (*t != DType::kQ8_0 && *t != DType::kQ4_0 && *t != DType::kQ4_K)) {
@@ -56,6 +57,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   cfg.parallel.pp_size = o.parallel.pipeline_parallel_size;
   cfg.parallel.layer_split = o.parallel.pp_layer_split;
   cfg.quantize = o.quantize;
+  cfg.check_tensors = o.check_tensors;
   TESSERA_ASSIGN_OR_RETURN(impl->core, EngineCore::create(*impl->model, cfg));
   ModelInfo& info = impl->info;
   info.path = impl->model->path();

@@ -66,6 +66,7 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const Model& model, const
   ec.ctx_size = config.ctx_size;
   ec.parallel = config.parallel;
   ec.quantize = config.quantize;
+  ec.check_tensors = config.check_tensors;
   TESSERA_ASSIGN_OR_RETURN(auto executor, ModelExecutor::create(model, ec, std::move(backend)));
   EngineConfig cfg = config;
   // One sequence may use the whole cache when it is sized by memory.
@@ -213,8 +214,10 @@ void EngineCore::finish_request(Request& r, const Status& error, bool cancelled)
   for (auto& s : r.seqs) r.results.push_back(s->result());
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!error.ok() || cancelled) {
+    if (cancelled) {
       ++metrics_.finished_cancelled;
+    } else if (!error.ok()) {
+      ++metrics_.finished_error;
     } else {
       for (const auto& res : r.results)
         ++(res.finish == FinishReason::kStop ? metrics_.finished_stop : metrics_.finished_length);
@@ -262,7 +265,11 @@ Status EngineCore::run_forward(const SchedulerOutput& out, std::vector<float>& l
         ++as.n_tokens;
       }
     }
-    if (item.num_new_tokens > 1 || !item.needs_logits) prompt_tokens += item.num_new_tokens;
+    // A decode row computes one token the model generated (a one-token
+    // prompt chunk, e.g. after a prefix-cache hit, is still prefill).
+    const bool decode =
+        item.num_new_tokens == 1 && item.needs_logits && s.num_computed >= static_cast<int64_t>(r.prompt.size());
+    if (!decode) prompt_tokens += item.num_new_tokens;
   }
   const CommStats c0 = executor_->comm_stats();
   const auto t0 = Clock::now();
@@ -407,8 +414,8 @@ void EngineCore::publish_gauges() {
   metrics_.waiting = scheduler_.num_waiting() + static_cast<int32_t>(inbox_.size());
   metrics_.kv_blocks_used = kv_.num_used();
   metrics_.kv_blocks_free = kv_.num_available();
-  metrics_.prefix_query_tokens = kv_.stats().query_tokens;
-  metrics_.prefix_hit_tokens = kv_.stats().hit_tokens;
+  metrics_.prefix_query_tokens = scheduler_.prefix_query_tokens();
+  metrics_.prefix_hit_tokens = scheduler_.prefix_hit_tokens();
   metrics_.preemptions = scheduler_.num_preemptions();
 }
 

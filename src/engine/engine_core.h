@@ -56,7 +56,8 @@ struct EngineConfig {
   // initialised with that many ranks (init_parallel_runtime) and this
   // EngineCore on rank 0.
   ParallelLayout parallel;
-  std::string quantize;  // the model's load-time quantization, repeated by the worker ranks
+  std::string quantize;        // the model's load-time quantization, repeated by the worker ranks
+  bool check_tensors = false;  // --check-tensors, repeated by the worker ranks
   // Test hook: makes each speculating sequence's proposer instead of
   // spec.method's (speculation is on when either is set).
   ProposerFactory proposer_factory;

@@ -63,7 +63,8 @@ Result<std::unique_ptr<ModelExecutor>> ModelExecutor::create(const Model& model,
     e->world_ = &world;
     // Start the workers' session: the configuration they need as text.
     std::ostringstream out;
-    out << "path=" << model.path() << "\nquantize=" << config.quantize << "\nthreads=" << config.backend.threads
+    out << "path=" << model.path() << "\nquantize=" << config.quantize
+        << "\ncheck_tensors=" << (config.check_tensors ? 1 : 0) << "\nthreads=" << config.backend.threads
         << "\ndevice=" << config.backend.device
         << "\nisa=" << (config.backend.isa ? static_cast<int>(*config.backend.isa) : -1)
         << "\ntile_kernels=" << (config.backend.tile_kernels ? 1 : 0)

@@ -22,6 +22,7 @@ Result<ExecutorConfig> parse_session(const std::string& text, std::string& path)
     ExecutorConfig c;
     path = kv.at("path");
     c.quantize = kv.at("quantize");
+    c.check_tensors = kv.at("check_tensors") == "1";
     c.backend.threads = std::stoi(kv.at("threads"));
     c.backend.device = kv.at("device");
     const int isa = std::stoi(kv.at("isa"));
@@ -66,6 +67,7 @@ Status run_parallel_worker(const std::string& model_path_override) {
     if (loaded_ok.ok() && (model == nullptr || loaded != path + "|" + config->quantize)) {
       LoadOptions load;
       if (!config->quantize.empty()) load.quantize = dtype_from_name(config->quantize);
+      load.check_tensors = config->check_tensors;
       auto m = Model::load(path, load);
       loaded_ok = m.status();
       if (m.ok()) {

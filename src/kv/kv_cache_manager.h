@@ -19,7 +19,9 @@
 namespace tessera {
 
 struct PrefixCacheStats {
-  int64_t query_tokens = 0;  // prompt tokens looked up
+  // Every lookup (match_prefix call), repeats included; the engine's metrics
+  // count each prompt once per admission instead (Scheduler::prefix_query_tokens).
+  int64_t query_tokens = 0;  // tokens looked up
   int64_t hit_tokens = 0;    // of those, found in the cache
   int64_t evictions = 0;     // cached blocks reused for new data
 };

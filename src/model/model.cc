@@ -9,6 +9,7 @@
 #include "model/quantize_model.h"
 #include "model/tensor_names.h"
 #include "model/tensor_source.h"
+#include "model/weight_check.h"
 
 namespace tessera {
 
@@ -33,6 +34,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
   } else {
     TESSERA_RETURN_IF_ERROR(m->load_gguf(path));
   }
+  TESSERA_RETURN_IF_ERROR(check_weights(m->weights_, /*every_value=*/false, path));
   if (m->tokenizer_ && m->tokenizer_->n_vocab() > m->config_.n_vocab) {
     return invalid_argument(path + ": tokenizer has " + std::to_string(m->tokenizer_->n_vocab()) +
                             " tokens but the embedding has " + std::to_string(m->config_.n_vocab));
@@ -45,6 +47,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& path, const LoadOptions& options) {
   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Model> m, load(path));
+  if (options.check_tensors) TESSERA_RETURN_IF_ERROR(check_weights(m->weights_, /*every_value=*/true, path));
   if (options.quantize) m->quantized_ = quantize_weights(m->weights_, *options.quantize);
   return m;
 }

@@ -24,13 +24,18 @@ struct LoadOptions {
   // format after loading (kept in memory owned by the Model); matrices whose
   // rows do not fit the block size keep their type. nullopt: as stored.
   std::optional<DType> quantize;
+  // Check every value of every weight for Inf/NaN (model/weight_check.h;
+  // `--check-tensors`). The cheap check (quantized blocks' scales, norms and
+  // biases) runs at every load.
+  bool check_tensors = false;
 };
 
 class Model {
  public:
   // Loads a GGUF file or a Hugging Face model directory. Errors name the file
   // and what is wrong (missing file, corrupt data, unsupported architecture
-  // or tensor type, missing tensor, bad shape, bad tokenizer).
+  // or tensor type, missing tensor, bad shape, bad tokenizer, a non-finite
+  // scale or norm weight).
   static Result<std::unique_ptr<Model>> load(const std::string& path);
   // The same, applying `options` (load-time quantization).
   static Result<std::unique_ptr<Model>> load(const std::string& path, const LoadOptions& options);

@@ -1,11 +1,16 @@
 #include "model/quantize_model.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
+#include <mutex>
 #include <system_error>
 
 #include "core/cpu_features.h"
+#include "core/finite_check.h"
 #include "core/quant_ref.h"
 #include "formats/gguf_reader.h"
 #include "formats/gguf_writer.h"
@@ -46,16 +51,44 @@ bool ends_with_role(std::string_view name, TensorRole role) {
   return ends_with(name, suffix) && name.size() > suffix.size() && name[name.size() - suffix.size() - 1] == '.';
 }
 
+// A row quantize_model refuses: its index and why.
+struct BadRow {
+  int64_t row = -1;
+  std::string why;
+};
+
 // Tensor `t` (any readable dtype) as f32 [rows, cols] rows r0..r1 -> `dst`
-// quantized rows of `out_t`.
-void requantize_rows(const GgufTensorInfo& t, DType out_t, int64_t cols, int64_t r0, int64_t r1, uint8_t* dst) {
-  std::vector<float> row(static_cast<size_t>(cols));  // [cols]
+// quantized rows of `out_t` (copied when out_t is t's type). Refuses the
+// first row holding an Inf/NaN, or whose values overflow out_t's f16 scales
+// (or f16 itself): the stored row would dequantize to Inf/NaN.
+std::optional<BadRow> requantize_rows(const GgufTensorInfo& t, DType out_t, int64_t cols, int64_t r0, int64_t r1,
+                                      uint8_t* dst) {
+  std::vector<float> row(static_cast<size_t>(cols));    // [cols]
+  std::vector<float> check(static_cast<size_t>(cols));  // [cols] the stored row, dequantized
   const size_t in_row = dtype_row_bytes(*t.dtype, cols);
   const size_t out_row = dtype_row_bytes(out_t, cols);
   for (int64_t r = r0; r < r1; ++r) {
-    dequantize_row(*t.dtype, t.data + static_cast<size_t>(r) * in_row, row.data(), cols);
-    quantize_row(out_t, row.data(), dst + static_cast<size_t>(r) * out_row, cols);
+    const uint8_t* src = t.data + static_cast<size_t>(r) * in_row;
+    uint8_t* out = dst + static_cast<size_t>(r) * out_row;
+    dequantize_row(*t.dtype, src, row.data(), cols);
+    if (auto nf = first_nonfinite_value(row.data(), cols)) {
+      return BadRow{r, "column " + std::to_string(nf->index) + ": " + nf->what};
+    }
+    if (out_t == *t.dtype) {
+      std::copy(src, src + in_row, out);
+      continue;
+    }
+    quantize_row(out_t, row.data(), out, cols);
+    dequantize_row(out_t, out, check.data(), cols);
+    if (auto nf = first_nonfinite_value(check.data(), cols)) {
+      float amax = 0;
+      for (float v : row) amax = std::max(amax, std::fabs(v));
+      return BadRow{r, "values up to |x| = " + fmt::format("{:g}", amax) + " overflow the f16 scales of " +
+                           std::string(dtype_name(out_t)) + " (column " + std::to_string(nf->index) +
+                           " would be stored as " + nonfinite_name(check[static_cast<size_t>(nf->index)]) + ")"};
+    }
   }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -210,10 +243,17 @@ Result<QuantizeSummary> quantize_model(const std::string& in_path, const std::st
       ++summary.n_quantized;
     }
     std::vector<uint8_t> bytes(static_cast<size_t>(rows) * dtype_row_bytes(out_t, cols));
-    if (out_t == *t.dtype) {
-      std::copy(t.data, t.data + t.n_bytes, bytes.begin());
-    } else {
-      pool.parallel_for(rows, [&](int64_t r0, int64_t r1) { requantize_rows(t, out_t, cols, r0, r1, bytes.data()); });
+    std::mutex bad_mu;
+    std::optional<BadRow> bad;  // the first bad row of any thread's range
+    pool.parallel_for(rows, [&](int64_t r0, int64_t r1) {
+      if (auto b = requantize_rows(t, out_t, cols, r0, r1, bytes.data())) {
+        std::lock_guard<std::mutex> lock(bad_mu);
+        if (!bad || b->row < bad->row) bad = std::move(b);
+      }
+    });
+    if (bad) {
+      return invalid_argument(in.name() + ": tensor '" + t.name + "' row " + std::to_string(bad->row) + " " + bad->why +
+                              "; refusing to write " + out_path);
     }
     summary.bytes_out += bytes.size();
     w.add_tensor(t.name, t.shape, out_t, std::move(bytes));

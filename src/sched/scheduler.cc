@@ -101,7 +101,6 @@ SchedulerOutput Scheduler::schedule() {
     SeqSlot* s = waiting_.front();
     if (s->use_prefix_cache && s->table.blocks().empty() && s->num_computed == 0) {
       s->num_computed = kv_.match_prefix(*s->tokens, s->table, s->block_hashes);
-      if (!s->ever_scheduled) s->num_cached = s->num_computed;
     }
     if (!can_admit(*s)) {  // admission: the whole known sequence must fit
       // Do not pin matched prefix blocks while waiting.
@@ -115,6 +114,16 @@ SchedulerOutput Scheduler::schedule() {
     waiting_.pop_front();
     running_.push_back(s);
     s->status = SeqStatus::kRunning;
+    if (!s->ever_scheduled) {
+      // The prefix-cache counters see each prompt once, at its first
+      // admission: not the lookups of steps it was refused in, nor the
+      // re-admission after a preemption (which may hit its own blocks).
+      s->num_cached = s->num_computed;
+      if (s->use_prefix_cache && kv_.prefix_cache_enabled()) {
+        prefix_query_tokens_ += s->num_tokens();
+        prefix_hit_tokens_ += s->num_computed;
+      }
+    }
     s->ever_scheduled = true;
     out.scheduled.push_back({s, static_cast<int32_t>(n), s->num_computed + n == s->num_tokens(), 0});
     budget -= n;

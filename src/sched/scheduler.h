@@ -69,6 +69,10 @@ class Scheduler {
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int64_t num_preemptions() const { return num_preemptions_; }
+  // Prefix-cache lookups counted once per sequence, at its first admission:
+  // its prompt tokens, and of those the ones taken from the cache.
+  int64_t prefix_query_tokens() const { return prefix_query_tokens_; }
+  int64_t prefix_hit_tokens() const { return prefix_hit_tokens_; }
   const SchedulerConfig& config() const { return config_; }
 
  private:
@@ -83,6 +87,8 @@ class Scheduler {
   std::vector<SeqSlot*> running_;  // admission order
   std::deque<SeqSlot*> waiting_;   // priority, then arrival
   int64_t num_preemptions_ = 0;
+  int64_t prefix_query_tokens_ = 0;
+  int64_t prefix_hit_tokens_ = 0;
 };
 
 }  // namespace tessera

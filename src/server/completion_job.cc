@@ -7,10 +7,16 @@ using Json = nlohmann::ordered_json;
 std::string dump_json(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
-std::string dump_json(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string dump_json(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 
-std::string sse_event(const nlohmann::json& j) { return "data: " + dump_json(j) + "\n\n"; }
-std::string sse_event(const Json& j) { return "data: " + dump_json(j) + "\n\n"; }
+std::string sse_event(const nlohmann::json& j) {
+  return "data: " + dump_json(j) + "\n\n";
+}
+std::string sse_event(const Json& j) {
+  return "data: " + dump_json(j) + "\n\n";
+}
 
 CompletionJob::CompletionJob(ParsedRequest request, std::string id, int64_t created, const Vocab* vocab)
     : request_(std::move(request)), id_(std::move(id)), created_(created), vocab_(vocab) {
@@ -18,6 +24,29 @@ CompletionJob::CompletionJob(ParsedRequest request, std::string id, int64_t crea
   metrics_.resize(request_.prompts.size());
   prompt_scores_.resize(request_.prompts.size());
   prompt_sent_.assign(request_.prompts.size(), false);
+  stream_offset_.assign(results_.size(), 0);
+}
+
+std::vector<size_t> CompletionJob::prompt_offsets(size_t p) const {
+  const std::vector<int32_t>& ids = request_.prompts[p];
+  const size_t text_size = p < request_.prompt_texts.size() ? request_.prompt_texts[p].size() : 0;
+  std::vector<size_t> offsets(ids.size(), 0);
+  if (!vocab_) return offsets;
+  std::vector<size_t> ends(ids.size());  // bytes of the pieces of ids[0..i]
+  size_t total = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] >= 0 && ids[i] < vocab_->size()) total += vocab_->token_piece(ids[i]).size();
+    ends[i] = total;
+  }
+  // Decoding drops what the tokenizer added in front (SentencePiece's dummy
+  // prefix space): the pieces' bytes past the decoded text's.
+  auto decoded = vocab_->decode(ids);
+  const size_t lead = decoded.ok() && decoded->size() <= total ? total - decoded->size() : 0;
+  for (size_t i = 1; i < ids.size(); ++i) {
+    const size_t start = ends[i - 1] > lead ? ends[i - 1] - lead : 0;
+    offsets[i] = std::min(start, text_size);
+  }
+  return offsets;
 }
 
 std::string CompletionJob::piece(int32_t id) const {
@@ -37,8 +66,8 @@ std::string CompletionJob::piece(int32_t id) const {
   return out;
 }
 
-Json CompletionJob::logprobs_json(const std::vector<TokenLogprobs>& lps, const size_t* prompt,
-                                  size_t text_offset) const {
+Json CompletionJob::logprobs_json(const std::vector<TokenLogprobs>& lps, const size_t* prompt, size_t text_offset,
+                                  size_t text_size) const {
   if (request_.endpoint == Endpoint::kChat) {
     Json content = Json::array();
     for (const auto& lp : lps) {
@@ -59,10 +88,8 @@ Json CompletionJob::logprobs_json(const std::vector<TokenLogprobs>& lps, const s
   // with the same text the likelier is kept); the chosen token is in
   // `tokens` / `token_logprobs`.
   Json tokens = Json::array(), token_lps = Json::array(), tops = Json::array(), offsets = Json::array();
-  size_t offset = text_offset;
-  auto add = [&](const TokenLogprobs& lp) {
-    const std::string p = piece(lp.token);
-    tokens.push_back(p);
+  auto add = [&](const TokenLogprobs& lp, size_t offset) {
+    tokens.push_back(piece(lp.token));
     token_lps.push_back(lp.logprob);
     Json top = Json::object();
     for (const auto& [id, v] : lp.top) {
@@ -70,28 +97,31 @@ Json CompletionJob::logprobs_json(const std::vector<TokenLogprobs>& lps, const s
       if (!top.contains(key)) top[key] = v;
     }
     tops.push_back(top);
-    offsets.push_back(offset);
-    offset += p.size();
+    offsets.push_back(std::min(offset, text_size));
   };
+  size_t offset = text_offset;
   if (prompt != nullptr) {
     const std::vector<int32_t>& ids = request_.prompts[*prompt];
     const std::vector<PromptTokenScore>& scores = prompt_scores_[*prompt];
+    const std::vector<size_t> starts = prompt_offsets(*prompt);
     for (size_t i = 0; i < ids.size(); ++i) {
       if (i == 0 || i > scores.size()) {
-        const std::string p = piece(ids[i]);
-        tokens.push_back(p);
+        tokens.push_back(piece(ids[i]));
         token_lps.push_back(nullptr);
         tops.push_back(nullptr);
-        offsets.push_back(offset);
-        offset += p.size();
+        offsets.push_back(std::min(starts[i], text_size));
         continue;
       }
       TokenLogprobs lp = scores[i - 1].lp;
       lp.top.resize(std::min(lp.top.size(), static_cast<size_t>(std::max(request_.options.logprobs, 0))));
-      add(lp);
+      add(lp, starts[i]);
     }
+    offset = request_.prompt_texts[*prompt].size();
   }
-  for (const auto& lp : lps) add(lp);
+  for (const auto& lp : lps) {
+    add(lp, offset);
+    if (vocab_ && lp.token >= 0 && lp.token < vocab_->size()) offset += vocab_->token_piece(lp.token).size();
+  }
   return {{"tokens", tokens}, {"token_logprobs", token_lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
@@ -107,7 +137,8 @@ Json CompletionJob::prompt_logprobs_json(size_t p) const {
     }
     const PromptTokenScore& s = scores[i - 1];
     Json entry = Json::object();
-    entry[std::to_string(s.lp.token)] = {{"logprob", s.lp.logprob}, {"rank", s.rank}, {"decoded_token", piece(s.lp.token)}};
+    entry[std::to_string(s.lp.token)] = {
+        {"logprob", s.lp.logprob}, {"rank", s.rank}, {"decoded_token", piece(s.lp.token)}};
     for (size_t k = 0; k < s.lp.top.size() && k < top_n; ++k) {
       const auto& [id, v] = s.lp.top[k];
       const std::string key = std::to_string(id);
@@ -131,7 +162,9 @@ std::string CompletionJob::stream_preamble() const {
   if (request_.endpoint != Endpoint::kChat) return {};
   Json choices = Json::array();
   for (size_t i = 0; i < results_.size(); ++i) {
-    choices.push_back({{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
+    choices.push_back({{"index", i},
+                       {"delta", {{"role", "assistant"}, {"content", ""}}},
+                       {"logprobs", nullptr},
                        {"finish_reason", nullptr}});
   }
   return sse_event(chunk(choices));
@@ -147,6 +180,7 @@ std::string CompletionJob::prompt_chunks(size_t p) {
     Json ch = {{"index", p * n + c}, {"text", request_.echo ? request_.prompt_texts[p] : std::string()}};
     const bool lp = request_.echo && request_.options.logprobs >= 0;
     ch["logprobs"] = lp ? logprobs_json({}, &p) : Json(nullptr);
+    if (request_.echo) stream_offset_[p * n + c] = request_.prompt_texts[p].size();
     if (request_.prompt_logprobs >= 0) ch["prompt_logprobs"] = prompt_logprobs_json(p);
     ch["finish_reason"] = nullptr;
     out += sse_event(chunk(Json::array({ch})));
@@ -164,8 +198,10 @@ std::string CompletionJob::on_step(size_t p, const StreamEvent& ev) {
   std::string out = prompt_chunks(p);
   const size_t index = p * static_cast<size_t>(request_.options.n) + static_cast<size_t>(ev.choice);
   Json c = {{"index", index}, {"finish_reason", nullptr}};
-  // Text offsets of a streamed token are not tracked across chunks (0 each).
-  Json lp = ev.logprobs ? logprobs_json({*ev.logprobs}) : Json(nullptr);
+  // A streamed token's text_offset is the length of the choice's text sent
+  // before this chunk (echo included), as vLLM streams it.
+  Json lp = ev.logprobs ? logprobs_json({*ev.logprobs}, nullptr, stream_offset_[index]) : Json(nullptr);
+  stream_offset_[index] += ev.text.size();
   if (request_.endpoint == Endpoint::kChat) {
     c["delta"] = {{"content", ev.text}};
   } else {
@@ -178,6 +214,7 @@ std::string CompletionJob::on_step(size_t p, const StreamEvent& ev) {
 std::string CompletionJob::on_finished(size_t p, const RequestEvent& ev) {
   ++finished_;
   if (!ev.error.ok() && !error_) error_ = ev.error;
+  if (ev.cancelled) cancelled_ = true;
   if (ev.metrics) metrics_[p] = *ev.metrics;
   const auto n = static_cast<size_t>(request_.options.n);
   if (ev.results) {
@@ -187,7 +224,8 @@ std::string CompletionJob::on_finished(size_t p, const RequestEvent& ev) {
   std::string out = prompt_chunks(p);
   Json choices = Json::array();
   for (size_t c = 0; c < n; ++c) {
-    Json ch = {{"index", p * n + c}, {"logprobs", nullptr}, {"finish_reason", finish_reason_name(results_[p * n + c].finish)}};
+    Json ch = {
+        {"index", p * n + c}, {"logprobs", nullptr}, {"finish_reason", finish_reason_name(results_[p * n + c].finish)}};
     if (request_.endpoint == Endpoint::kChat) {
       ch["delta"] = Json::object();
     } else {
@@ -198,16 +236,46 @@ std::string CompletionJob::on_finished(size_t p, const RequestEvent& ev) {
   return out + sse_event(chunk(choices));
 }
 
-Json CompletionJob::usage() const {
-  int64_t prompt = 0, completion = 0, cached = 0, proposed = 0, accepted = 0, spec_steps = 0;
+CompletionJob::UsageCounts CompletionJob::usage_counts() const {
+  UsageCounts u;
   for (const auto& m : metrics_) {
-    prompt += m.prompt_tokens;
-    cached += m.cached_tokens;
+    u.prompt += m.prompt_tokens;
+    u.cached += m.cached_tokens;
+  }
+  for (const auto& r : results_) u.completion += static_cast<int64_t>(r.tokens.size());
+  return u;
+}
+
+void CompletionJob::fill_log_record(RequestLogRecord& r) const {
+  const UsageCounts u = usage_counts();
+  r.prompt_tokens = u.prompt;
+  r.cached_tokens = u.cached;
+  r.generated_tokens = u.completion;
+  r.ttft_ms.reset();
+  for (const auto& m : metrics_) {
+    if (m.generated_tokens > 0 && (!r.ttft_ms || m.ttft_ms < *r.ttft_ms)) r.ttft_ms = m.ttft_ms;
+  }
+  r.finish_reason.clear();
+  if (cancelled_) {
+    r.finish_reason = "cancelled";
+    return;
+  }
+  if (finished_ == 0) return;
+  for (const auto& c : results_) {
+    if (!r.finish_reason.empty()) r.finish_reason += ',';
+    r.finish_reason += finish_reason_name(c.finish);
+  }
+}
+
+Json CompletionJob::usage() const {
+  const UsageCounts counts = usage_counts();
+  const int64_t prompt = counts.prompt, completion = counts.completion, cached = counts.cached;
+  int64_t proposed = 0, accepted = 0, spec_steps = 0;
+  for (const auto& m : metrics_) {
     proposed += m.spec_proposed_tokens;
     accepted += m.spec_accepted_tokens;
     spec_steps += m.spec_steps;
   }
-  for (const auto& r : results_) completion += static_cast<int64_t>(r.tokens.size());
   Json u = {{"prompt_tokens", prompt},
             {"completion_tokens", completion},
             {"total_tokens", prompt + completion},
@@ -236,19 +304,20 @@ Json CompletionJob::response() const {
       c["message"] = {{"role", "assistant"}, {"content", r.text}};
       c["logprobs"] = want_lp ? logprobs_json(r.logprobs) : Json(nullptr);
     } else {
+      const size_t text_size = (request_.echo ? request_.prompt_texts[p].size() : 0) + r.text.size();
       c["text"] = request_.echo ? request_.prompt_texts[p] + r.text : r.text;
-      c["logprobs"] = want_lp ? logprobs_json(r.logprobs, request_.echo ? &p : nullptr) : Json(nullptr);
+      c["logprobs"] = want_lp ? logprobs_json(r.logprobs, request_.echo ? &p : nullptr, 0, text_size) : Json(nullptr);
       if (request_.prompt_logprobs >= 0) c["prompt_logprobs"] = prompt_logprobs_json(p);
     }
     c["finish_reason"] = finish_reason_name(r.finish);
     choices.push_back(c);
   }
-  return {{"id", id_},
-          {"object", chat ? "chat.completion" : "text_completion"},
-          {"created", created_},
-          {"model", request_.model},
-          {"choices", choices},
-          {"usage", usage()}};
+  Json out = {{"id", id_},           {"object", chat ? "chat.completion" : "text_completion"},
+              {"created", created_}, {"model", request_.model},
+              {"choices", choices},  {"usage", usage()}};
+  // Chat: vLLM's response-level prompt_logprobs (of the rendered conversation's tokens).
+  if (chat && request_.prompt_logprobs >= 0) out["prompt_logprobs"] = prompt_logprobs_json(0);
+  return out;
 }
 
 std::string CompletionJob::stream_epilogue() const {

@@ -14,6 +14,7 @@
 
 #include "server/openai_protocol.h"
 #include "server/prompt_scores.h"
+#include "server/request_log.h"
 #include "tessera/engine.h"
 
 namespace tessera::server {
@@ -44,15 +45,30 @@ class CompletionJob {
   std::string stream_epilogue() const;
   // The request's metrics per prompt (valid once finished).
   const std::vector<RequestMetrics>& metrics() const { return metrics_; }
+  // Fills the request log's token counts (equal to usage()), TTFT (the
+  // earliest prompt's) and finish reasons ("cancelled" when the engine
+  // cancelled any prompt) from what has finished so far.
+  void fill_log_record(RequestLogRecord& r) const;
 
  private:
+  struct UsageCounts {
+    int64_t prompt = 0, completion = 0, cached = 0;
+  };
+  UsageCounts usage_counts() const;
   nlohmann::ordered_json usage() const;
   nlohmann::ordered_json chunk(nlohmann::ordered_json choices) const;
   // Chat: {"content": [...]}; completions: {tokens, token_logprobs,
   // top_logprobs, text_offset}, after the prompt's tokens when `prompt` is
-  // given (echo; its first token's entries null).
+  // given (echo; its first token's entries null). text_offset indexes the
+  // choice's returned `text` (bytes): the prompt's tokens from prompt_offsets,
+  // generated tokens from `text_offset` (echo: the prompt text's length) on,
+  // each advanced by the bytes its token adds to the text, never past `text_size`.
   nlohmann::ordered_json logprobs_json(const std::vector<TokenLogprobs>& lps, const size_t* prompt = nullptr,
-                                       size_t text_offset = 0) const;
+                                       size_t text_offset = 0, size_t text_size = SIZE_MAX) const;
+  // Where each token of prompt `p` starts in prompt_texts[p]: its pieces'
+  // bytes summed (control tokens such as BOS add none; SentencePiece's
+  // leading space, which decoding drops, is not counted), clamped to the text.
+  std::vector<size_t> prompt_offsets(size_t p) const;
   // vLLM's prompt_logprobs of prompt `p`: [null, {"id": {logprob, rank, decoded_token}}, ...].
   nlohmann::ordered_json prompt_logprobs_json(size_t p) const;
   // Streaming: the chunks that carry prompt `p`'s echo and prompt logprobs (once).
@@ -63,12 +79,14 @@ class CompletionJob {
   std::string id_;
   int64_t created_;
   const Vocab* vocab_;
-  std::vector<ChoiceResult> results_;    // [prompt * n + choice]
-  std::vector<RequestMetrics> metrics_;  // [prompt]
+  std::vector<ChoiceResult> results_;                         // [prompt * n + choice]
+  std::vector<RequestMetrics> metrics_;                       // [prompt]
   std::vector<std::vector<PromptTokenScore>> prompt_scores_;  // [prompt][token - 1]
   std::vector<bool> prompt_sent_;                             // [prompt] streaming: echo chunks written
+  std::vector<size_t> stream_offset_;  // [prompt * n + choice] streaming: bytes of text sent so far (echo included)
   size_t finished_ = 0;
   std::optional<Status> error_;
+  bool cancelled_ = false;  // the engine cancelled a prompt (client gone, server stopping)
 };
 
 // `data: <json>\n\n`.

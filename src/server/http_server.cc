@@ -50,11 +50,16 @@ Result<std::unique_ptr<Server>> Server::create(Engine& engine, ServerConfig conf
     st.chat = std::move(*t);
   }
   st.config = std::move(config);
+  if (st.config.request_log) {
+    st.request_log.emplace(*st.config.request_log,
+                           st.config.request_log_file != nullptr ? st.config.request_log_file : stderr);
+  }
   st.protocol.vocab = vocab;
   st.protocol.n_vocab = info.n_vocab;
   st.protocol.context_tokens = info.context;
   st.protocol.served_model = st.config.served_model_name;
   st.protocol.chat = st.chat.get();
+  st.protocol.defaults = st.config.request_defaults;
   s->impl_ = std::make_unique<Impl>(st.config.io_threads);
   s->impl_->state = s->state_;
   return s;
@@ -84,10 +89,9 @@ Status Server::start() {
   return {};
 }
 
-void Server::stop(std::chrono::milliseconds grace) {
-  // A server whose create() failed (a bad chat template) has no io context yet.
-  if (stopped_ || !impl_) return;
-  stopped_ = true;
+void Server::stop_accepting() {
+  if (accepting_stopped_) return;
+  accepting_stopped_ = true;
   state_->stopping.store(true);
   if (impl_->acceptor) {
     asio::post(impl_->ioc, [this] {
@@ -95,8 +99,26 @@ void Server::stop(std::chrono::milliseconds grace) {
       impl_->acceptor->close(ec);
     });
   }
+}
+
+int32_t Server::drain(std::chrono::milliseconds timeout) {
+  if (stopped_ || !impl_) return 0;
+  stop_accepting();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (state_->in_flight.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return state_->in_flight.load();
+}
+
+void Server::stop(std::chrono::milliseconds grace) {
+  // A server whose create() failed (a bad chat template) has no io context yet.
+  if (stopped_ || !impl_) return;
+  stopped_ = true;
+  stop_accepting();
   {
     std::lock_guard<std::mutex> lock(state_->mu);
+    if (!state_->active.empty()) state_->cancelled_on_stop.store(true);
     for (uint64_t id : state_->active) state_->engine->cancel(id);
   }
   // The engine finishes cancelled requests within a step; their connections then flush.

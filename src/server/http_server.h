@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -22,6 +23,8 @@
 #include <vector>
 
 #include "server/openai_protocol.h"
+#include "server/request_id.h"
+#include "server/request_log.h"
 #include "server/server_metrics.h"
 #include "tessera/chat.h"
 #include "tessera/engine.h"
@@ -38,6 +41,16 @@ struct ServerConfig {
   int io_threads = 2;
   std::string chat_template;  // Jinja source; empty: the model's own
   bool webui = true;          // serve the chat web UI at GET / (the page needs no API key)
+  // A request's header must be complete within header_timeout_s of the
+  // connection opening (or of its first byte on a kept-alive connection),
+  // however slowly it arrives; a kept-alive connection may stay silent
+  // between requests for idle_timeout_s. Past either, the socket is closed.
+  double header_timeout_s = 10;
+  double idle_timeout_s = 60;
+  RequestDefaults request_defaults;  // sampling fields a request leaves out (openai_protocol.h)
+  // Set: one line per finished request (request_log.h) on request_log_file (null: stderr).
+  std::optional<RequestLogFormat> request_log;
+  std::FILE* request_log_file = nullptr;
 };
 
 // State shared by every connection (thread-safe members only).
@@ -48,8 +61,11 @@ struct ServerState {
   ProtocolContext protocol;
   ServerMetrics metrics;
   std::atomic<int32_t> in_flight{0};  // engine requests submitted and not yet finished
-  std::atomic<bool> stopping{false};
-  std::atomic<uint64_t> next_id{1};
+  std::atomic<bool> stopping{false};  // shutting down: no new completions (503), connections close
+  std::atomic<bool> cancelled_on_stop{
+      false};  // stop() cancelled what was still running: streams end with an error event
+  RequestIdGenerator request_ids;         // X-Request-Id when the client sends none
+  std::optional<RequestLog> request_log;  // from config.request_log
   std::mutex mu;              // guards active
   std::set<uint64_t> active;  // engine request ids in flight
 };
@@ -67,18 +83,27 @@ class Server {
   // The bound port (after start()).
   uint16_t port() const { return port_; }
   const ServerState& state() const { return *state_; }
-  // Stops accepting, cancels every running request, waits up to `grace` for
+  // Graceful shutdown, first half (SIGTERM): stops accepting connections,
+  // answers new completions on open connections with 503 (and closes them
+  // after their response), and waits until every running request has
+  // finished or `timeout` has passed. Returns the requests still running
+  // (stop() then cancels them). Call stop() afterwards.
+  int32_t drain(std::chrono::milliseconds timeout);
+  // Stops accepting, cancels every running request (a stream gets a final
+  // error event, "the server is shutting down"), waits up to `grace` for
   // their connections to finish, then stops the io threads. Idempotent.
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
 
  private:
   Server() = default;
+  void stop_accepting();  // closes the acceptor, sets ServerState::stopping
   struct Impl;
   std::shared_ptr<ServerState> state_;
   std::unique_ptr<Impl> impl_;
   std::vector<std::thread> threads_;
   uint16_t port_ = 0;
   bool stopped_ = false;
+  bool accepting_stopped_ = false;
 };
 
 }  // namespace tessera::server

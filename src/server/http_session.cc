@@ -1,9 +1,9 @@
 #include "server/http_session.h"
 
-#include <cctype>
-
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 
 #include "server/webui_route.h"
@@ -18,31 +18,63 @@ using nlohmann::json;
 HttpSession::HttpSession(asio::ip::tcp::socket&& socket, std::shared_ptr<ServerState> state)
     : stream_(std::move(socket)), state_(std::move(state)) {}
 
+namespace {
+std::chrono::milliseconds seconds_to_ms(double s) {
+  return std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, s) * 1000.0));
+}
+}  // namespace
+
 void HttpSession::run() {
-  asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
+  // A new connection's first header must be complete within the header timeout.
+  asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
 }
 
 void HttpSession::do_read() {
   if (closed_) return;
+  if (buffer_.size() > 0) return read_header();  // the next request's bytes are already here
+  // Keep-alive: the next request's first byte within the idle timeout.
+  stream_.expires_after(seconds_to_ms(state_->config.idle_timeout_s));
+  stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
+    if (ec) return self->close();  // idle timeout (the stream closed the socket), or the client left
+    self->buffer_.commit(n);
+    self->read_header();
+  });
+}
+
+void HttpSession::read_header() {
+  if (closed_) return;
   parser_.emplace();
   parser_->body_limit(state_->config.max_body_bytes);
-  stream_.expires_after(std::chrono::seconds(300));
-  http::async_read(stream_, buffer_, *parser_,
-                   [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+  // The whole header within the header timeout, however slowly it trickles
+  // in (the deadline is absolute: slowloris clients are closed); the body
+  // then gets kBodyTimeout.
+  stream_.expires_after(seconds_to_ms(state_->config.header_timeout_s));
+  http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+    if (ec || self->parser_->is_done()) return self->on_read(ec);
+    self->stream_.expires_after(kBodyTimeout);
+    http::async_read(self->stream_, self->buffer_, *self->parser_,
+                     [self](beast::error_code ec2, size_t) { self->on_read(ec2); });
+  });
 }
 
 void HttpSession::on_read(beast::error_code ec) {
+  stream_.expires_after(kBodyTimeout);  // the response's write (a job's stream: expires_never)
+  if (ec && ec != http::error::end_of_stream && parser_->is_header_done()) begin_log(parser_->get());
   if (ec == http::error::body_limit) {
     keep_alive_ = false;
     state_->metrics.count_error(413);
-    return send(error_reply(ApiError{413, "the request body exceeds " + std::to_string(state_->config.max_body_bytes) +
-                                              " bytes", "invalid_request_error", {}, "request_too_large"}));
+    return send(
+        error_reply(ApiError{413,
+                             "the request body exceeds " + std::to_string(state_->config.max_body_bytes) + " bytes",
+                             "invalid_request_error",
+                             {},
+                             "request_too_large"}));
   }
   if (ec == http::error::partial_message) {
     // The client ended (or half-closed) mid-body, e.g. a truncated chunked body.
     keep_alive_ = false;
-    return send(error_reply(bad_request("the request body ended before its declared length or last chunk", {},
-                                        "incomplete_body")));
+    return send(error_reply(
+        bad_request("the request body ended before its declared length or last chunk", {}, "incomplete_body")));
   }
   if (ec && &ec.category() == &http::make_error_code(http::error::bad_chunk).category() &&
       ec != http::error::end_of_stream) {
@@ -53,18 +85,51 @@ void HttpSession::on_read(beast::error_code ec) {
   handle(parser_->release());
 }
 
+void HttpSession::begin_log(const Request& req) {
+  log_ = RequestLogRecord{};
+  log_start_ = std::chrono::steady_clock::now();
+  log_open_ = true;
+  const std::string_view target(req.target().data(), req.target().size());
+  log_.path = std::string(target.substr(0, target.find('?')));
+  log_.method = std::string(req.method_string());
+  auto client_id = req.find("X-Request-Id");
+  if (client_id != req.end() &&
+      valid_request_id(std::string_view(client_id->value().data(), client_id->value().size()))) {
+    log_.request_id = std::string(client_id->value());
+  } else {
+    log_.request_id = state_->request_ids.next();
+  }
+}
+
+void HttpSession::end_log(int status) {
+  if (!log_open_) return;
+  log_open_ = false;
+  if (!state_->request_log || log_.path == "/health" || log_.path == "/metrics") return;
+  log_.status = status;
+  log_.e2e_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - log_start_).count();
+  state_->request_log->write(log_);
+}
+
 void HttpSession::handle(Request req) {
   keep_alive_ = req.keep_alive();
+  begin_log(req);
   std::string_view target(req.target().data(), req.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
   const std::string_view method(req.method_string().data(), req.method_string().size());
+  if (auto client_id = req.find("X-Request-Id");
+      client_id != req.end() && !client_id->value().empty() &&
+      !valid_request_id(std::string_view(client_id->value().data(), client_id->value().size()))) {
+    return send(error_reply(
+        bad_request("X-Request-Id must be 1 to " + std::to_string(kMaxRequestIdLength) + " visible ASCII characters",
+                    {}, "invalid_request_id")));
+  }
   if (auto page = handle_webui_route(method, path, state_->config)) return send(std::move(*page));
   const bool open = path == "/health" || path == "/metrics";
   if (!open && !state_->config.api_key.empty()) {
     auto auth = req.find(http::field::authorization);
     if (auth == req.end() || auth->value() != "Bearer " + state_->config.api_key) {
-      return send(error_reply(ApiError{401, "missing or wrong API key (Authorization: Bearer KEY)",
-                                       "authentication_error", {}, "invalid_api_key"}));
+      return send(error_reply(ApiError{
+          401, "missing or wrong API key (Authorization: Bearer KEY)", "authentication_error", {}, "invalid_api_key"}));
     }
   }
   if (method == "POST" && (path.starts_with("/v1/") || path == "/tokenize" || path == "/detokenize")) {
@@ -74,9 +139,12 @@ void HttpSession::handle(Request req) {
       while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.pop_back();
       for (char& c : media) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       if (media != "application/json") {
-        return send(error_reply(ApiError{415, "Content-Type must be application/json, got '" +
-                                                  std::string(ct->value()) + "'",
-                                         "invalid_request_error", {}, "unsupported_media_type"}));
+        return send(
+            error_reply(ApiError{415,
+                                 "Content-Type must be application/json, got '" + std::string(ct->value()) + "'",
+                                 "invalid_request_error",
+                                 {},
+                                 "unsupported_media_type"}));
       }
     }
   }
@@ -90,9 +158,11 @@ void HttpSession::handle(Request req) {
     return send(error_reply(ApiError{404, "no route " + std::string(path), "invalid_request_error", {}, "not_found"}));
   }
   if (method != "POST") {
-    return send(error_reply(ApiError{405, std::string(path) + " takes POST", "invalid_request_error", {}, "method_not_allowed"}));
+    return send(error_reply(
+        ApiError{405, std::string(path) + " takes POST", "invalid_request_error", {}, "method_not_allowed"}));
   }
-  if (state_->stopping.load()) return send(error_reply(ApiError{503, "the server is shutting down", "server_error", {}, {}}));
+  if (state_->stopping.load())
+    return send(error_reply(ApiError{503, "the server is shutting down", "server_error", {}, {}}));
   auto parsed = parse_request(req.body(), endpoint, state_->protocol);
   if (auto* e = std::get_if<ApiError>(&parsed)) return send(error_reply(*e));
   start_job(std::move(std::get<ParsedRequest>(parsed)));
@@ -104,23 +174,31 @@ void HttpSession::send(Reply reply) {
   res->set(http::field::server, "tessera");
   res->set(http::field::content_type, reply.content_type);
   for (const auto& [k, v] : reply.headers) res->set(k, v);
+  if (state_->stopping.load()) keep_alive_ = false;  // draining: this connection's last response
+  if (log_open_) res->set("X-Request-Id", log_.request_id);
   res->keep_alive(keep_alive_);
   res->body() = std::move(reply.body);
   res->prepare_payload();
-  http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
-    if (ec) return self->close();
-    self->response_complete();
-  });
+  http::async_write(stream_, *res,
+                    [self = shared_from_this(), res, status = reply.status](beast::error_code ec, size_t) {
+                      if (ec) return self->close();
+                      self->end_log(status);
+                      self->response_complete();
+                    });
 }
 
 void HttpSession::start_job(ParsedRequest request) {
   const auto n_prompts = static_cast<int32_t>(request.prompts.size());
   if (state_->in_flight.load() + n_prompts > state_->config.max_queue) {
-    return send(error_reply(ApiError{429, "the server is at capacity (" + std::to_string(state_->config.max_queue) +
-                                              " requests); retry later", "rate_limit_error", {}, "queue_full"}));
+    return send(error_reply(
+        ApiError{429,
+                 "the server is at capacity (" + std::to_string(state_->config.max_queue) + " requests); retry later",
+                 "rate_limit_error",
+                 {},
+                 "queue_full"}));
   }
   const bool chat = request.endpoint == Endpoint::kChat;
-  const std::string id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", state_->next_id.fetch_add(1));
+  const std::string id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", log_.request_id);
   const int64_t created =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   job_ = std::make_unique<CompletionJob>(std::move(request), id, created, state_->engine->vocab());
@@ -187,7 +265,7 @@ void HttpSession::start_job(ParsedRequest request) {
     out_ +=
         "HTTP/1.1 200 OK\r\nServer: tessera\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
         "Transfer-Encoding: chunked\r\n" +
-        std::string(keep_alive_ ? "" : "Connection: close\r\n") + "\r\n";
+        std::string(keep_alive_ ? "" : "Connection: close\r\n") + "X-Request-Id: " + log_.request_id + "\r\n\r\n";
     if (auto pre = job_->stream_preamble(); !pre.empty()) write_chunk(std::move(pre));
     do_write();
   }
@@ -238,6 +316,7 @@ void HttpSession::on_engine_event(EngineEvent& ev) {
 }
 
 void HttpSession::on_job_done() {
+  job_->fill_log_record(log_);
   if (closed_) {
     job_.reset();
     return close();
@@ -249,7 +328,7 @@ void HttpSession::on_job_done() {
   if (job_->streaming()) {
     if (const auto& err = job_->error()) {
       write_chunk(sse_event(api_error_body(status_error(*err))));
-    } else if (state_->stopping.load()) {
+    } else if (state_->cancelled_on_stop.load()) {
       write_chunk(sse_event(api_error_body(ApiError{503, "the server is shutting down", "server_error", {}, {}})));
     }
     write_chunk(job_->stream_epilogue());
@@ -281,6 +360,7 @@ void HttpSession::do_write() {
     if (stream_ending_) {
       stream_ending_ = false;
       job_.reset();
+      end_log(200);
       response_complete();
     }
     return;
@@ -311,7 +391,7 @@ void HttpSession::watch() {
 }
 
 void HttpSession::response_complete() {
-  if (!keep_alive_) return close();
+  if (!keep_alive_ || state_->stopping.load()) return close();
   if (watching_) {
     resume_after_watch_ = true;
     beast::error_code ec;
@@ -332,6 +412,7 @@ void HttpSession::client_gone() {
 }
 
 void HttpSession::close() {
+  end_log(499);  // a request whose response was not (fully) sent
   closed_ = true;
   beast::error_code ec;
   stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);

@@ -12,11 +12,13 @@
 // /metrics request waits behind a bounded amount of work.
 #pragma once
 
+// clang-format off
 #include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
-
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
+// clang-format on
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -24,8 +26,9 @@
 #include <vector>
 
 #include "server/completion_job.h"
-#include "server/prompt_scores.h"
 #include "server/http_server.h"
+#include "server/prompt_scores.h"
+#include "server/request_log.h"
 #include "server/simple_routes.h"
 
 namespace tessera::server {
@@ -50,10 +53,18 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     bool cancelled = false;
   };
   using Request = boost::beast::http::request<boost::beast::http::string_body>;
+  static constexpr std::chrono::seconds kBodyTimeout{300};  // a body (after its header) within this
 
+  // Between requests: waits up to the idle timeout for the next request's first byte.
   void do_read();
+  // Reads a request: the header within the header timeout, then the body within kBodyTimeout.
+  void read_header();
   void on_read(boost::beast::error_code ec);
   void handle(Request req);
+  // Starts the request log's record of `req` (its X-Request-Id or a generated id).
+  void begin_log(const Request& req);
+  // Writes the record (once) with the status sent, unless the route is a probe.
+  void end_log(int status);
   void send(Reply reply);
   void start_job(ParsedRequest request);
   // Engine thread: queues `ev` for the strand.
@@ -86,6 +97,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool watching_ = false;
   bool resume_after_watch_ = false;
   bool closed_ = false;
+
+  RequestLogRecord log_;  // the current request's log line (its request_id also answers X-Request-Id)
+  std::chrono::steady_clock::time_point log_start_;
+  bool log_open_ = false;  // begin_log() ran and end_log() has not
 
   std::mutex events_mu_;             // guards events_ and drain_posted_ (engine thread vs strand)
   std::vector<EngineEvent> events_;  // engine events not yet handled on the strand

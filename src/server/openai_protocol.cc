@@ -185,11 +185,12 @@ void parse_logit_bias(const Json* b, int32_t n_vocab, SamplingParams& s, FieldRe
 void parse_sampling(FieldReader& r, const Json& body, const ProtocolContext& ctx, ParsedRequest& out) {
   GenerationOptions& o = out.options;
   SamplingParams& s = o.sampling;
-  s.temperature = 1.0f;
-  s.top_p = 1.0f;
-  s.top_k = 0;
-  s.min_p = 0.0f;
-  double temperature = 1.0;
+  s.temperature = ctx.defaults.temperature;
+  s.top_p = ctx.defaults.top_p;
+  s.top_k = ctx.defaults.top_k;
+  s.min_p = ctx.defaults.min_p;
+  s.repetition_penalty = ctx.defaults.repetition_penalty;
+  double temperature = s.temperature;
   if (const Json* t = r.get("temperature"); t && t->is_number()) temperature = t->get<double>();
   r.number("temperature", s.temperature, 0, DBL_MAX);
   // Past float range the distribution is uniform to float precision anyway.
@@ -221,9 +222,9 @@ void parse_sampling(FieldReader& r, const Json& body, const ProtocolContext& ctx
   (void)body;
 }
 
-void parse_max_tokens(FieldReader& r, ParsedRequest& out) {
+void parse_max_tokens(FieldReader& r, const ProtocolContext& ctx, ParsedRequest& out) {
   GenerationOptions& o = out.options;
-  o.max_tokens = out.endpoint == Endpoint::kCompletions ? 16 : -1;
+  o.max_tokens = ctx.defaults.max_tokens ? *ctx.defaults.max_tokens : out.endpoint == Endpoint::kCompletions ? 16 : -1;
   const char* key = r.get("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   r.integer(key, o.max_tokens, 0, INT32_MAX);
   if (!r.error && o.max_tokens >= 0 && o.min_tokens > o.max_tokens)
@@ -304,7 +305,7 @@ std::variant<ParsedRequest, ApiError> parse_request(std::string_view body, Endpo
   }
   out.model = ctx.served_model;
   parse_sampling(r, j, ctx, out);
-  parse_max_tokens(r, out);
+  parse_max_tokens(r, ctx, out);
   parse_logprobs(r, out);
   r.boolean("stream", out.stream);
   if (const Json* so = r.get("stream_options")) {
@@ -334,6 +335,15 @@ std::variant<ParsedRequest, ApiError> parse_request(std::string_view body, Endpo
     auto chat = render_chat(*m, tools ? *tools : Json(), ctx);
     if (auto* e = std::get_if<ApiError>(&chat)) return *e;
     out.prompts.push_back(std::move(std::get<ChatPrompt>(chat).tokens));
+    // vLLM's prompt_logprobs on chat: the rendered prompt's tokens, in the
+    // (non-streamed) response next to `choices`.
+    r.integer("prompt_logprobs", out.prompt_logprobs, 0, kMaxTopLogprobs);
+    if (!r.error && out.prompt_logprobs >= 0) {
+      if (out.stream)
+        return bad_request("prompt_logprobs is not supported with stream on chat completions", "prompt_logprobs");
+      if (out.options.n != 1) return bad_request("prompt_logprobs needs n = 1", "n");
+      out.options.prompt_logits = true;
+    }
   }
   if (r.error) return *r.error;
   // max_tokens against the room the context leaves after the longest prompt
@@ -344,9 +354,9 @@ std::variant<ParsedRequest, ApiError> parse_request(std::string_view body, Endpo
   if (ctx.context_tokens > 0 && room > 0 && out.options.max_tokens > room) {
     const char* key = r.get("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     if (r.get(key)) {
-      return bad_request(std::string(key) + " " + std::to_string(out.options.max_tokens) + " does not fit: the prompt has " +
-                             std::to_string(longest) + " tokens and the context " + std::to_string(ctx.context_tokens) +
-                             ", which leaves " + std::to_string(room),
+      return bad_request(std::string(key) + " " + std::to_string(out.options.max_tokens) +
+                             " does not fit: the prompt has " + std::to_string(longest) + " tokens and the context " +
+                             std::to_string(ctx.context_tokens) + ", which leaves " + std::to_string(room),
                          key, "context_length_exceeded");
     }
     out.options.max_tokens = static_cast<int32_t>(room);  // the default is shortened to fit

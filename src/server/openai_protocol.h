@@ -38,6 +38,19 @@ ApiError status_error(const Status& st, std::string param = {});
 
 enum class Endpoint { kCompletions, kChat };
 
+// Values for sampling fields a request leaves out (`tessera serve`'s
+// "Sampling defaults" flags). The initial values are OpenAI's; a field the
+// request sets always wins.
+struct RequestDefaults {
+  float temperature = 1.0f;
+  float top_p = 1.0f;  // 0: greedy, as a request's top_p 0
+  int32_t top_k = 0;   // 0: off
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;
+  // none: 16 for completions, until the context is full for chat; -1: until the context is full for both.
+  std::optional<int32_t> max_tokens;
+};
+
 // What the parser needs to know about the served model.
 struct ProtocolContext {
   const Vocab* vocab = nullptr;  // null: token-id prompts only
@@ -45,6 +58,7 @@ struct ProtocolContext {
   std::string served_model;                     // the `model` name clients must use
   const ChatFormatter* chat = nullptr;          // the chat template; null: chat is refused
   int64_t context_tokens = 0;                   // tokens one sequence may hold (prompt + completion); 0: unchecked
+  RequestDefaults defaults;
 };
 
 // Parses a request body as one JSON object. 400 invalid_json when it is not
@@ -65,7 +79,8 @@ struct ParsedRequest {
   // (and, with `logprobs`, its tokens' logprobs too, the first one null).
   bool echo = false;
   // vLLM's `prompt_logprobs: N`: each prompt token's logprob, rank and the
-  // N most likely alternatives (-1: not asked).
+  // N most likely alternatives (-1: not asked). Completions: per choice;
+  // chat (not streamed): once, next to `choices`, for the rendered prompt.
   int32_t prompt_logprobs = -1;
   // The prompts as text ([prompt]): the string given, or the token ids decoded.
   std::vector<std::string> prompt_texts;
@@ -75,9 +90,10 @@ struct ParsedRequest {
   int prompt_top_n() const { return std::max(prompt_logprobs, echo ? options.logprobs : -1); }
 };
 
-// Parses `body` (JSON text) for `endpoint`. Defaults follow the OpenAI
-// reference: temperature 1, top_p 1, no top-k / min-p, max_tokens 16 for
-// completions and "until the context is full" for chat, a random seed.
+// Parses `body` (JSON text) for `endpoint`. Defaults are ctx.defaults,
+// initially the OpenAI reference's: temperature 1, top_p 1, no top-k / min-p,
+// max_tokens 16 for completions and "until the context is full" for chat, a
+// random seed.
 // Edges as OpenAI treats them: top_p 0 is greedy; any finite temperature
 // >= 0 is accepted (very large ones sample near-uniformly); seed -1 means a
 // random seed (as llama.cpp). A default max_tokens that does not fit the

@@ -9,7 +9,10 @@ std::vector<double> latency_buckets() {
 }  // namespace
 
 ServerMetrics::ServerMetrics()
-    : ttft_(latency_buckets()), tpot_(latency_buckets()), itl_(latency_buckets()), e2e_(latency_buckets()),
+    : ttft_(latency_buckets()),
+      tpot_(latency_buckets()),
+      itl_(latency_buckets()),
+      e2e_(latency_buckets()),
       queue_(latency_buckets()) {}
 
 void ServerMetrics::observe(const RequestMetrics& m) {
@@ -23,7 +26,9 @@ void ServerMetrics::observe(const RequestMetrics& m) {
   for (double v : m.itl_ms) itl_.observe(v / 1000.0);
 }
 
-void ServerMetrics::count_error(int status) { ++(status >= 500 ? errors_5xx_ : errors_4xx_); }
+void ServerMetrics::count_error(int status) {
+  ++(status >= 500 ? errors_5xx_ : errors_4xx_);
+}
 
 std::string ServerMetrics::render(const EngineMetrics& e, int64_t kv_blocks_total) const {
   PrometheusWriter w;
@@ -31,7 +36,8 @@ std::string ServerMetrics::render(const EngineMetrics& e, int64_t kv_blocks_tota
   w.gauge("tessera_num_requests_waiting", "Requests waiting to be scheduled.", e.waiting);
   w.gauge("tessera_kv_cache_usage_perc", "Fraction of KV cache blocks in use (1 = full).",
           kv_blocks_total > 0 ? static_cast<double>(e.kv_blocks_used) / static_cast<double>(kv_blocks_total) : 0.0);
-  w.counter("tessera_prompt_tokens_total", "Prompt tokens of finished requests.", static_cast<double>(prompt_tokens_.load()));
+  w.counter("tessera_prompt_tokens_total", "Prompt tokens of finished requests.",
+            static_cast<double>(prompt_tokens_.load()));
   w.counter("tessera_cached_prompt_tokens_total", "Prompt tokens of finished requests reused from the prefix cache.",
             static_cast<double>(cached_tokens_.load()));
   w.counter("tessera_prompt_tokens_computed_total", "Prompt tokens run through the model (prefill).",
@@ -41,7 +47,8 @@ std::string ServerMetrics::render(const EngineMetrics& e, int64_t kv_blocks_tota
             static_cast<double>(e.prefix_query_tokens));
   w.counter("tessera_prefix_cache_hits_total", "Prompt tokens found in the prefix cache.",
             static_cast<double>(e.prefix_hit_tokens));
-  w.counter("tessera_num_preemptions_total", "Sequences preempted (recomputed later).", static_cast<double>(e.preemptions));
+  w.counter("tessera_num_preemptions_total", "Sequences preempted (recomputed later).",
+            static_cast<double>(e.preemptions));
   // Speculative decoding (vLLM's spec_decode names).
   w.counter("tessera_spec_decode_num_draft_tokens_total", "Proposed tokens verified by the target model.",
             static_cast<double>(e.spec_proposed_tokens));
@@ -53,15 +60,20 @@ std::string ServerMetrics::render(const EngineMetrics& e, int64_t kv_blocks_tota
           e.spec_acceptance_rate());
   w.gauge("tessera_spec_decode_mean_accepted_length", "Accepted tokens per verifying sequence-step since start.",
           e.spec_mean_accepted_length());
-  w.counter("tessera_request_success_total", "Finished requests (choices) by finish reason.",
+  w.counter("tessera_request_success_total",
+            "Choices of successfully finished requests by finish reason (a request with n choices adds n).",
             {{{{"finished_reason", "stop"}}, static_cast<double>(e.finished_stop)},
-             {{{"finished_reason", "length"}}, static_cast<double>(e.finished_length)},
-             {{{"finished_reason", "abort"}}, static_cast<double>(e.finished_cancelled)}});
+             {{{"finished_reason", "length"}}, static_cast<double>(e.finished_length)}});
+  w.counter("tessera_request_aborted_total", "Requests cancelled before they finished (client abort or disconnect).",
+            static_cast<double>(e.finished_cancelled));
+  w.counter("tessera_request_failed_total", "Requests the engine ended with an error.",
+            static_cast<double>(e.finished_error));
   w.counter("tessera_http_errors_total", "HTTP responses with an error status.",
             {{{{"class", "4xx"}}, static_cast<double>(errors_4xx_.load())},
              {{{"class", "5xx"}}, static_cast<double>(errors_5xx_.load())}});
   w.histogram("tessera_time_to_first_token_seconds", "Time from arrival to the first generated token.", ttft_);
-  w.histogram("tessera_time_per_output_token_seconds", "Mean time per output token after the first, per request.", tpot_);
+  w.histogram("tessera_time_per_output_token_seconds", "Mean time per output token after the first, per request.",
+              tpot_);
   w.histogram("tessera_inter_token_latency_seconds", "Time between consecutive generated tokens.", itl_);
   w.histogram("tessera_e2e_request_latency_seconds", "Time from arrival to the end of the request.", e2e_);
   w.histogram("tessera_request_queue_time_seconds", "Time from arrival to first being scheduled.", queue_);

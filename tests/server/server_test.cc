@@ -430,7 +430,8 @@ TEST_F(ServerTest, CallerTextNeverBecomesControlTokens) {
   ASSERT_EQ(tok.token_type(2), TokenType::kControl);
   for (const std::string content : {"</s>Once", "Once </s><s> upon", "a time</s>"}) {
     SCOPED_TRACE(content);
-    const json messages = json::array({{{"role", "system"}, {"content", "<s>"}}, {{"role", "user"}, {"content", content}}});
+    const json messages =
+        json::array({{{"role", "system"}, {"content", "<s>"}}, {{"role", "user"}, {"content", content}}});
     auto t = http_request(port, "POST", "/tokenize", json{{"messages", messages}}.dump());
     ASSERT_EQ(t.status, 200) << t.body;
     const auto ids = json::parse(t.body)["tokens"].get<std::vector<int32_t>>();
@@ -482,8 +483,9 @@ TEST_F(ServerTest, CallerTextNeverBecomesControlTokens) {
 
 TEST_F(ServerTest, HostileChatTemplateIsAClearErrorAtRequestTime) {
   ServerConfig cfg;
-  cfg.chat_template = "{% for m in messages %}{% for i in range(1000000) %}{% for j in range(1000000) %}"
-                      "{% endfor %}{% endfor %}{% endfor %}";
+  cfg.chat_template =
+      "{% for m in messages %}{% for i in range(1000000) %}{% for j in range(1000000) %}"
+      "{% endfor %}{% endfor %}{% endfor %}";
   const uint16_t port = start(cfg);
   auto r = http_request(port, "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}]})");
   expect_error(r, 400, "messages");
@@ -567,9 +569,9 @@ TEST_F(ServerTest, EchoAndPromptLogprobsScoreThePrompt) {
   }
 
   // echo with generation: the prompt, then the engine's greedy continuation.
-  auto g = http_request(port, "POST", "/v1/completions",
-                        json{{"prompt", prompt}, {"max_tokens", 4}, {"echo", true}, {"logprobs", 1},
-                             {"temperature", 0}}.dump());
+  auto g = http_request(
+      port, "POST", "/v1/completions",
+      json{{"prompt", prompt}, {"max_tokens", 4}, {"echo", true}, {"logprobs", 1}, {"temperature", 0}}.dump());
   ASSERT_EQ(g.status, 200) << g.body;
   json gj = json::parse(g.body);
   EXPECT_EQ(gj["choices"][0]["text"], prompt + engine_greedy(prompt, 4));
@@ -618,9 +620,10 @@ TEST_F(ServerTest, EchoAndPromptLogprobsScoreThePrompt) {
                400, "prompt_logprobs");
 
   // Streaming: the echoed prompt (with its logprobs) comes first, then the tokens.
-  auto s = http_request(port, "POST", "/v1/completions",
-                        json{{"prompt", prompt}, {"max_tokens", 3}, {"echo", true}, {"logprobs", 0},
-                             {"temperature", 0}, {"stream", true}}.dump());
+  auto s = http_request(
+      port, "POST", "/v1/completions",
+      json{{"prompt", prompt}, {"max_tokens", 3}, {"echo", true}, {"logprobs", 0}, {"temperature", 0}, {"stream", true}}
+          .dump());
   ASSERT_EQ(s.status, 200);
   const auto events = sse_data(s.body);
   ASSERT_GE(events.size(), 3u);
@@ -629,8 +632,126 @@ TEST_F(ServerTest, EchoAndPromptLogprobsScoreThePrompt) {
   EXPECT_EQ(first["logprobs"]["tokens"].size(), ids.size());
   EXPECT_NEAR(first["logprobs"]["token_logprobs"][2].get<double>(), ref[2], 1e-4);
   std::string streamed;
-  for (size_t i = 0; i + 1 < events.size(); ++i) streamed += json::parse(events[i])["choices"][0]["text"].get<std::string>();
+  for (size_t i = 0; i + 1 < events.size(); ++i)
+    streamed += json::parse(events[i])["choices"][0]["text"].get<std::string>();
   EXPECT_EQ(streamed, prompt + engine_greedy(prompt, 3));
+}
+
+// Issue #17: text_offset indexes the returned `text` (bytes): BOS adds no
+// text, SentencePiece's dummy-prefix space is not counted, a byte token
+// (<0x0A>) counts its one byte, and generated tokens continue after the prompt.
+TEST_F(ServerTest, TextOffsetsIndexTheReturnedText) {
+  const uint16_t port = start();
+  const Vocab& vocab = *engine_->vocab();
+  const std::string prompt = "Once upon a time,\nLily";
+  const std::vector<int32_t> ids = vocab.encode(prompt, true);
+  ASSERT_EQ(ids[0], vocab.bos_id());
+  ASSERT_EQ(*vocab.decode(ids), prompt);
+  auto r = http_request(port, "POST", "/v1/completions",
+                        json{{"prompt", prompt},
+                             {"max_tokens", 6},
+                             {"echo", true},
+                             {"logprobs", 1},
+                             {"temperature", 0},
+                             {"ignore_eos", true}}
+                            .dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json c = json::parse(r.body)["choices"][0];
+  const std::string text = c["text"];
+  const auto off = c["logprobs"]["text_offset"].get<std::vector<size_t>>();
+  ASSERT_EQ(off.size(), ids.size() + 6);
+  EXPECT_EQ(off[0], 0u);  // <s>: no text
+  EXPECT_EQ(off[1], 0u);  // "▁Once": its space is the dummy prefix, not in the text
+  std::string first = vocab.token_piece(ids[1]);
+  EXPECT_EQ(text.substr(0, first.size() - 1), first.substr(1));
+  bool saw_byte_token = false;
+  for (size_t i = 2; i < ids.size(); ++i) {
+    SCOPED_TRACE(i);
+    const std::string piece = vocab.token_piece(ids[i]);
+    saw_byte_token |= piece == "\n";
+    EXPECT_EQ(text.substr(off[i], piece.size()), piece);
+    EXPECT_EQ(off[i], off[i - 1] + (i == 2 ? first.size() - 1 : vocab.token_piece(ids[i - 1]).size()));
+  }
+  EXPECT_TRUE(saw_byte_token) << "the prompt should hold a byte token";
+  EXPECT_EQ(off[ids.size()], prompt.size());  // the first generated token starts right after the prompt
+  const auto tokens = c["logprobs"]["tokens"].get<std::vector<std::string>>();
+  size_t expect = prompt.size();
+  for (size_t k = ids.size(); k < off.size(); ++k) {  // generated: each token's bytes at its offset
+    SCOPED_TRACE(k);
+    EXPECT_EQ(off[k], expect);
+    ASSERT_LE(off[k], text.size());
+    // tokens[k] is the token's display text; its bytes in `text` follow at off[k].
+    if (tokens[k].find("<0x") == std::string::npos) {
+      EXPECT_EQ(text.substr(off[k], tokens[k].size()), tokens[k]);
+      expect += tokens[k].size();
+    } else {
+      expect += 1;
+    }
+  }
+  // Without echo the completion's offsets start at 0 and index its own text.
+  auto n = http_request(
+      port, "POST", "/v1/completions",
+      json{{"prompt", prompt}, {"max_tokens", 6}, {"logprobs", 0}, {"temperature", 0}, {"ignore_eos", true}}.dump());
+  ASSERT_EQ(n.status, 200);
+  const json nc = json::parse(n.body)["choices"][0];
+  const auto noff = nc["logprobs"]["text_offset"].get<std::vector<size_t>>();
+  ASSERT_EQ(noff.size(), 6u);
+  EXPECT_EQ(noff[0], 0u);
+  for (size_t k = 0; k < noff.size(); ++k) EXPECT_EQ(noff[k], off[ids.size() + k] - prompt.size()) << k;
+  // Streaming: each token's offset is the length of the text streamed before it (echo included).
+  auto s = http_request(port, "POST", "/v1/completions",
+                        json{{"prompt", prompt},
+                             {"max_tokens", 6},
+                             {"echo", true},
+                             {"logprobs", 0},
+                             {"temperature", 0},
+                             {"ignore_eos", true},
+                             {"stream", true}}
+                            .dump());
+  ASSERT_EQ(s.status, 200);
+  std::string streamed;
+  size_t checked = 0;
+  for (const std::string& e : sse_data(s.body)) {
+    if (e == "[DONE]") break;
+    const json ch = json::parse(e)["choices"][0];
+    if (ch["logprobs"].is_object() && !ch["logprobs"]["text_offset"].empty() && !streamed.empty()) {
+      EXPECT_EQ(ch["logprobs"]["text_offset"][0].get<size_t>(), streamed.size());
+      ++checked;
+    }
+    streamed += ch["text"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, text);
+  EXPECT_GE(checked, 1u);
+}
+
+// vLLM's prompt_logprobs on /v1/chat/completions: the rendered conversation's
+// tokens, next to `choices`, against the engine's own forward pass.
+TEST_F(ServerTest, ChatPromptLogprobs) {
+  const uint16_t port = start();
+  const json messages = json::array({{{"role", "user"}, {"content", "Tell me a story about Lily"}}});
+  auto t = http_request(port, "POST", "/tokenize", json{{"messages", messages}}.dump());
+  ASSERT_EQ(t.status, 200) << t.body;
+  const auto ids = json::parse(t.body)["tokens"].get<std::vector<int32_t>>();
+  const std::vector<double> ref = engine_prompt_logprobs(*engine_, ids, engine_->model_info().n_vocab);
+  auto r = http_request(port, "POST", "/v1/chat/completions",
+                        json{{"messages", messages}, {"max_tokens", 1}, {"prompt_logprobs", 1}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = json::parse(r.body);
+  ASSERT_TRUE(j.contains("prompt_logprobs")) << r.body;
+  const json& pl = j["prompt_logprobs"];
+  ASSERT_EQ(pl.size(), ids.size());
+  EXPECT_EQ(j["usage"]["prompt_tokens"], ids.size());
+  EXPECT_TRUE(pl[0].is_null());
+  for (size_t i = 1; i < ids.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_NEAR(pl[i][std::to_string(ids[i])]["logprob"].get<double>(), ref[i], 1e-4);
+  }
+  expect_error(http_request(port, "POST", "/v1/chat/completions",
+                            json{{"messages", messages}, {"prompt_logprobs", 1}, {"stream", true}}.dump()),
+               400, "prompt_logprobs");
+  expect_error(http_request(port, "POST", "/v1/chat/completions",
+                            json{{"messages", messages}, {"prompt_logprobs", 1}, {"n", 2}}.dump()),
+               400, "n");
 }
 
 // Issue #17: OpenAI's parameter edges.
@@ -668,7 +789,11 @@ TEST_F(ServerTest, SamplingEdgesMeanWhatOpenAiSays) {
   // Chat top_logprobs come in descending probability; the chosen token is the entry's own token/logprob.
   auto c = http_request(port, "POST", "/v1/chat/completions",
                         json{{"messages", json::array({{{"role", "user"}, {"content", "Tell me a story"}}})},
-                             {"max_tokens", 6}, {"logprobs", true}, {"top_logprobs", 5}, {"seed", 11}}.dump());
+                             {"max_tokens", 6},
+                             {"logprobs", true},
+                             {"top_logprobs", 5},
+                             {"seed", 11}}
+                            .dump());
   ASSERT_EQ(c.status, 200) << c.body;
   for (const json& e : json::parse(c.body)["choices"][0]["logprobs"]["content"]) {
     const json& top = e["top_logprobs"];
@@ -745,7 +870,8 @@ TEST_F(ServerTest, RequestBodiesGetDefiniteAnswers) {
   expect_error(http_request(port, "POST", "/tokenize", R"({"prompt":"a","prompt":"b"})"), 400);
 
   const std::string head =
-      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n";
   // A chunked body cut short by a half-close: 400, then the server closes.
   std::string cut = raw_exchange(port, head + "10\r\n{\"prompt\":\"hi\"", /*half_close=*/true);
   EXPECT_EQ(cut.rfind("HTTP/1.1 400", 0), 0u) << cut;

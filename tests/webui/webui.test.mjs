@@ -70,10 +70,10 @@ async function api(path, body) {
   return r.json();
 }
 
-// tessera_request_success_total{finished_reason="abort"} from /metrics.
+// tessera_request_aborted_total from /metrics.
 async function abortedRequests() {
   const text = await (await fetch(`${base}/metrics`)).text();
-  const m = /^tessera_request_success_total\{finished_reason="abort"\} (\S+)$/m.exec(text);
+  const m = /^tessera_request_aborted_total (\S+)$/m.exec(text);
   assert.ok(m, "abort counter in /metrics");
   return Number(m[1]);
 }
@@ -189,7 +189,7 @@ test("a reply streams in over several updates, and Stop cancels it on the server
     await new Promise((r) => setTimeout(r, 50));
     aborted = await abortedRequests();
   }
-  assert.equal(aborted, abortedBefore + 1, "tessera_request_success_total{finished_reason=\"abort\"} went up by one");
+  assert.equal(aborted, abortedBefore + 1, "tessera_request_aborted_total went up by one");
   const reply = (await stored())[0].messages.at(-1);
   assert.equal(reply.stats.finish, "stopped");
   assert.ok(reply.stats.tokens > 0 && reply.stats.tokens < 1900, `stopped after ${reply.stats.tokens} tokens`);
