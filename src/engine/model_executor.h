@@ -41,6 +41,7 @@ struct ExecutorConfig {
   int64_t ctx_size = 4096;
   ParallelLayout parallel;  // tp × pp; 1 × 1 runs in-process without MPI
   std::string quantize;     // the load-time quantization rank 0 used (workers repeat it)
+  bool check_tensors = false;  // rank 0's --check-tensors (workers repeat it)
 };
 
 class ModelExecutor {
