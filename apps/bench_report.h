@@ -29,6 +29,11 @@ struct BenchLengthResult {
   std::optional<double> median_fraction_of_bandwidth;  // per run, against the bandwidth measured around it
   double prefill_tokens_per_s = 0;
   double prefill_gflops = 0;  // 2 FLOPs per weight per token plus causal attention, over the best prefill time
+  // Parallel runs (mpirun): rank 0's time inside communicator calls and the bytes it sent, in the best runs.
+  double decode_comm_ms_per_step = 0;
+  uint64_t decode_comm_bytes_per_step = 0;
+  double prefill_comm_ms = 0;
+  uint64_t prefill_comm_bytes = 0;
 };
 
 struct BenchReport {

@@ -3,11 +3,13 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <optional>
 
 #include "progress_bar.h"
 #include "tessera/byte_size.h"
+#include "tessera/parallel.h"
 #include "tessera/system.h"
 
 namespace tessera::cli {
@@ -41,6 +43,17 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
   for (const std::string& n : device_names()) devices += (devices.empty() ? "" : ", ") + n;
   app.add_option("--device", f.device, "Backend that runs the model (this build has: " + devices + ")")
       ->check(CLI::IsMember(device_names()))
+      ->group(kGroupEngine);
+  app.add_option("--tensor-parallel-size", f.parallel.tensor_parallel_size,
+                 "Ranks splitting every weight matrix (run under mpirun -np T*P)")
+      ->check(CLI::Range(1, 1024))
+      ->group(kGroupEngine);
+  app.add_option("--pipeline-parallel-size", f.parallel.pipeline_parallel_size,
+                 "Pipeline stages of consecutive layers (run under mpirun -np T*P)")
+      ->check(CLI::Range(1, 1024))
+      ->group(kGroupEngine);
+  app.add_option("--pp-layer-split", f.parallel.pp_layer_split, "Layers per pipeline stage, e.g. 12,10 (default: even)")
+      ->delimiter(',')
       ->group(kGroupEngine);
 }
 
@@ -79,15 +92,49 @@ Result<EngineOptions> engine_options(const EngineFlags& engine, const SchedulerF
   o.max_num_batched_tokens = sched.max_num_batched_tokens;
   o.enable_prefix_cache = !sched.no_prefix_cache;
   o.spec = sched.spec;
+  o.parallel = engine.parallel;
   return o;
 }
 
-Result<std::unique_ptr<Engine>> load_engine(const EngineOptions& options) {
-  std::optional<ProgressTimer> loading;
-  if (const uint64_t bytes = model_file_bytes(options.model); bytes >= kLargeModelBytes) {
-    loading.emplace("loading model", fmt::format("{} ({})", options.model, format_byte_size(bytes)));
+namespace {
+
+// A parallel run's setup error: rank 0 prints it, the other ranks (which
+// see the same error) exit quietly.
+Status parallel_setup(const EngineOptions& o) {
+  const int world = o.parallel.world_size();
+  if (launched_ranks() != world) {
+    return invalid_argument(fmt::format(
+        "--tensor-parallel-size {} x --pipeline-parallel-size {} runs on {} ranks: start it with mpirun -np {} "
+        "tessera ... ({} started)",
+        o.parallel.tensor_parallel_size, o.parallel.pipeline_parallel_size, world, world, launched_ranks()));
   }
-  auto engine = Engine::create(options);
+  return init_parallel(world);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> load_engine(const EngineOptions& o) {
+  if (o.parallel.world_size() > 1) {
+    if (Status st = parallel_setup(o); !st.ok()) {
+      if (launched_rank() != 0) std::exit(1);
+      return st;
+    }
+    if (const int rank = parallel_rank(); rank != 0) {
+      // A worker: rank 0 reports load and shard errors; this rank's own
+      // failure during a step is its one line. mpirun forwards SIGTERM/SIGINT
+      // to every rank: rank 0 drains and tells the workers to exit.
+      std::signal(SIGTERM, SIG_IGN);
+      std::signal(SIGINT, SIG_IGN);
+      const Status st = run_parallel_worker(o.model);
+      if (!st.ok()) fmt::print(stderr, "tessera: rank {}: error: {}\n", rank, st.message());
+      std::exit(st.ok() ? 0 : 1);
+    }
+  }
+  std::optional<ProgressTimer> loading;
+  if (const uint64_t bytes = model_file_bytes(o.model); bytes >= kLargeModelBytes) {
+    loading.emplace("loading model", fmt::format("{} ({})", o.model, format_byte_size(bytes)));
+  }
+  auto engine = Engine::create(o);
   if (loading && engine.ok()) loading->finish();
   return engine;
 }

@@ -45,6 +45,7 @@ struct EngineFlags {
   std::string quantize;                // load-time quantization (q8_0, q4_0, q4_k); empty: none
   std::string device = "cpu";          // --device: a backend_names() entry
   bool check_tensors = false;          // --check-tensors: every weight value checked for Inf/NaN at load
+  ParallelOptions parallel;            // --tensor-parallel-size, --pipeline-parallel-size, --pp-layer-split
 };
 
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
@@ -65,8 +66,13 @@ Result<uint64_t> kv_memory_bytes(const EngineFlags& flags);
 // scheduler. Errors: a bad --kv-cache-memory.
 Result<EngineOptions> engine_options(const EngineFlags& engine, const SchedulerFlags& sched, int64_t ctx_size = 0);
 
-// Engine::create, with a ProgressTimer on stderr while a model of at least
-// kLargeModelBytes loads (progress_bar.h).
+// Creates the engine `options` describe (Engine::create), with a
+// ProgressTimer on stderr while a model of at least kLargeModelBytes loads
+// (progress_bar.h). For a parallel run (options.parallel.world_size() > 1)
+// it first starts MPI; on ranks other than 0 it then serves rank 0's engines
+// and exits the process when rank 0 does (never returning). Errors: a
+// parallel size outside mpirun (or with another number of ranks), a build
+// without MPI, Engine::create's.
 Result<std::unique_ptr<Engine>> load_engine(const EngineOptions& options);
 
 // Loads the model (load_engine) and creates the engine engine_options() describes.

@@ -18,6 +18,7 @@
 #include "progress_bar.h"
 #include "svg_plot.h"
 #include "tessera/byte_size.h"
+#include "tessera/system.h"
 
 namespace tessera::cli {
 
@@ -223,14 +224,23 @@ Result<BenchLengthResult> measure_length(Engine& engine, int prompt_tokens, cons
     TESSERA_ASSIGN_OR_RETURN(auto res, engine.generate(prompt, opts));
     (void)res;
     const EngineMetrics m1 = engine.metrics();
-    best_prefill_ms = std::min(best_prefill_ms, m1.prefill_ms - m0.prefill_ms);
+    if (m1.prefill_ms - m0.prefill_ms < best_prefill_ms) {
+      best_prefill_ms = m1.prefill_ms - m0.prefill_ms;
+      out.prefill_comm_ms = m1.prefill_comm_ms - m0.prefill_comm_ms;
+      out.prefill_comm_bytes = m1.prefill_comm_bytes - m0.prefill_comm_bytes;
+    }
     const int64_t decode_steps = m1.decode_tokens - m0.decode_tokens;
     if (decode_steps <= 0) {
       progress.update(r + 1, o.repeats);
       continue;
     }
     const double tpot_ms = (m1.decode_ms - m0.decode_ms) / static_cast<double>(decode_steps);
-    best_tpot_ms = std::min(best_tpot_ms, tpot_ms);
+    if (tpot_ms < best_tpot_ms) {
+      best_tpot_ms = tpot_ms;
+      out.decode_comm_ms_per_step = (m1.decode_comm_ms - m0.decode_comm_ms) / static_cast<double>(decode_steps);
+      out.decode_comm_bytes_per_step =
+          (m1.decode_comm_bytes - m0.decode_comm_bytes) / static_cast<uint64_t>(decode_steps);
+    }
     if (probe) {
       const double after = engine.measure_read_bandwidth();
       const double run_bw = std::max(before, after);
@@ -279,6 +289,15 @@ void print_length(const BenchLengthResult& l, const std::string& run_details, do
   }
   fmt::print("prefill ({} token{}): {:.1f} tokens/s, {:.1f} GFLOP/s\n", l.prompt_tokens,
              l.prompt_tokens == 1 ? "" : "s", l.prefill_tokens_per_s, l.prefill_gflops);
+  if (l.decode_comm_bytes_per_step > 0 || l.prefill_comm_bytes > 0) {
+    const double prefill_ms = l.prompt_tokens * 1000.0 / l.prefill_tokens_per_s;
+    fmt::print(
+        "communication (rank 0): decode {:.3f} ms and {} per step ({:.1f}% of TPOT); prefill {:.2f} ms and {} "
+        "({:.1f}% of the prefill)\n",
+        l.decode_comm_ms_per_step, format_byte_size(l.decode_comm_bytes_per_step),
+        100.0 * l.decode_comm_ms_per_step / l.tpot_ms, l.prefill_comm_ms, format_byte_size(l.prefill_comm_bytes),
+        100.0 * l.prefill_comm_ms / prefill_ms);
+  }
 }
 
 int bench_main(const BenchOptions& o) {
@@ -346,7 +365,12 @@ int bench_main(const BenchOptions& o) {
     }
     fmt::print(stderr, "bench: wrote {}\n", o.plot);
   }
-  if (o.json) fmt::print("{}\n", bench_report_json(report).dump(2));
+  if (o.json) {
+    fmt::print("{}\n", bench_report_json(report).dump(2));
+  } else {
+    fmt::print("resident memory (this process{}): {}\n", o.engine.parallel.world_size() > 1 ? ", rank 0" : "",
+               format_byte_size(resident_memory_bytes()));
+  }
   return 0;
 }
 

@@ -30,9 +30,9 @@ struct RunOptions {
   std::vector<std::string> logit_bias;
   bool seed_set = false;
   bool print_ids = false;
-  bool chat = false;           // each prompt is a user message rendered with the chat template
-  std::string chat_template;   // --chat-template FILE (implies chat)
-  std::string system;          // --system TEXT (chat)
+  bool chat = false;          // each prompt is a user message rendered with the chat template
+  std::string chat_template;  // --chat-template FILE (implies chat)
+  std::string system;         // --system TEXT (chat)
 };
 
 Result<std::vector<int32_t>> parse_ids(const std::string& text, const char* flag) {
@@ -216,8 +216,7 @@ int run_main(RunOptions o) {
   }
   fmt::print(stderr, "tessera: {} ({} layers, {}); KV cache: {} tokens of {}, {}, {} bytes/token; seed {}\n",
              o.engine.model, info.n_layers, (*engine)->backend_description(), kv.capacity_tokens, kv.dtype,
-             format_byte_size(kv.total_bytes),
-             kv.bytes_per_token, o.gen.sampling.seed);
+             format_byte_size(kv.total_bytes), kv.bytes_per_token, o.gen.sampling.seed);
   (*engine)->run_until_idle();
   const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   int exit_code = 0;
@@ -326,7 +325,8 @@ Runner register_run(CLI::App& app) {
   sub->add_option("--logprobs", o->gen.logprobs, "Print each token's logprob and this many alternatives to stderr")
       ->check(CLI::Range(0, 20));
   sub->add_flag("--print-ids", o->print_ids, "Print generated token ids (comma-separated) instead of text");
-  auto* chat = sub->add_flag("--chat", o->chat, "Each prompt is a user message formatted with the model's chat template");
+  auto* chat =
+      sub->add_flag("--chat", o->chat, "Each prompt is a user message formatted with the model's chat template");
   auto* chat_file =
       sub->add_option("--chat-template", o->chat_template, "Jinja chat template file for the prompts (implies --chat)");
   sub->add_option("--system", o->system, "System message before each prompt (with --chat)");

@@ -12,6 +12,8 @@ PACKAGES=(
   libpcre2-dev pkg-config libutf8proc-dev libxxhash-dev libboost-dev curl
   git dpkg-dev   # tessera --version names the commit; cpack -G DEB reads library dependencies with dpkg-shlibdeps
   chromium       # the web UI's browser test (tests/webui), headless
+  openmpi-bin libopenmpi-dev  # tensor/pipeline parallelism (mpirun; tests/dist)
+  iproute2       # the two-host parallel test's network namespaces (tests/dist/netns_test.sh)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -24,6 +24,7 @@
 #include "tessera/backend_options.h"
 #include "tessera/engine_metrics.h"
 #include "tessera/generation_options.h"
+#include "tessera/parallel.h"
 #include "tessera/request_event.h"
 #include "tessera/request_outcome.h"
 #include "tessera/results.h"
@@ -50,6 +51,9 @@ struct EngineOptions {
   int32_t max_num_batched_tokens = 512;  // tokens per step (prefill chunks)
   bool enable_prefix_cache = true;       // reuse KV blocks of shared prompt prefixes
   SpeculativeOptions spec;               // speculative decoding (off unless spec.method is set)
+  // Tensor/pipeline parallelism across MPI ranks (tessera/parallel.h); the
+  // default runs in this process alone. KV memory is per rank.
+  ParallelOptions parallel;
 };
 
 // What the loaded model is.

@@ -68,6 +68,14 @@ struct EngineMetrics {
   double spec_mean_accepted_length() const {
     return spec_steps > 0 ? static_cast<double>(spec_accepted_tokens) / static_cast<double>(spec_steps) : 0;
   }
+  // Parallel runs (tessera/parallel.h), as rank 0 sees them: wall time inside
+  // communicator calls (step broadcast, all-reduces, all-gathers, stage
+  // transfers) and the payload bytes rank 0 sent, split like prefill_ms /
+  // decode_ms. Zero on a single rank.
+  double prefill_comm_ms = 0;
+  double decode_comm_ms = 0;
+  uint64_t prefill_comm_bytes = 0;
+  uint64_t decode_comm_bytes = 0;
   double prefix_hit_rate() const {
     return prefix_query_tokens > 0 ? static_cast<double>(prefix_hit_tokens) / static_cast<double>(prefix_query_tokens)
                                    : 0;

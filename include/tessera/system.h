@@ -2,6 +2,7 @@
 // the backends compiled in (what `--device` and BackendOptions::device accept).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,9 @@ bool cpu_has_avx512_vnni();
 // Backends this build has, in the registry's order ("cpu" first); what
 // BackendOptions::device may name.
 std::vector<std::string> device_names();
+
+// This process's resident memory in bytes (VmRSS of /proc/self/status; 0
+// where that cannot be read), e.g. a rank's share under tensor parallelism.
+uint64_t resident_memory_bytes();
 
 }  // namespace tessera

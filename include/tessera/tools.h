@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/parallel.h"
 #include "tessera/status.h"
 
 namespace tessera::tools {
@@ -65,5 +66,11 @@ std::vector<std::string> random_model_shape_names();
 // Errors: a missing or corrupt file (a model config that does not parse is a
 // line of the report, not an error).
 Result<std::string> inspect(const std::string& path);
+// The same, followed by what each rank of a tensor/pipeline-parallel run
+// would hold (tessera/parallel.h, docs/parallelism.md): its stage's layers,
+// heads, KV heads, FFN and vocabulary rows, the weight bytes it prepares and
+// its KV bytes per token, so a cluster can be planned. Errors: inspect's, and
+// a layout the model's shape does not split into (the engine's message).
+Result<std::string> inspect(const std::string& path, const ParallelOptions& parallel);
 
 }  // namespace tessera::tools

@@ -67,14 +67,20 @@ class DeviceMatrix {
   DType dtype() const { return dtype_; }
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
+  // Whether the backend still reads the host WeightView this was prepared
+  // from (false when it made its own copy: the caller may then free memory
+  // it owned for that view, e.g. a tensor-parallel column split).
+  bool reads_source() const { return reads_source_; }
 
  protected:
-  DeviceMatrix(DType dtype, int64_t rows, int64_t cols) : dtype_(dtype), rows_(rows), cols_(cols) {}
+  DeviceMatrix(DType dtype, int64_t rows, int64_t cols, bool reads_source = true)
+      : dtype_(dtype), rows_(rows), cols_(cols), reads_source_(reads_source) {}
 
  private:
   DType dtype_;
   int64_t rows_;
   int64_t cols_;
+  bool reads_source_;
 };
 
 // How a prepared matrix is read: multiplied (matmul) or row-gathered

@@ -32,6 +32,8 @@ class SingleRankCommunicator final : public Communicator {
   Status recv(Backend&, void*, size_t, int peer) override {
     return invalid_argument("recv from rank " + std::to_string(peer) + ": a single-rank run has no peers");
   }
+  Status all_reduce_min(int64_t*, int64_t) override { return {}; }
+  Result<std::unique_ptr<Communicator>> split(int, int) override { return make_single_rank_communicator(); }
 };
 
 }  // namespace

@@ -24,6 +24,14 @@ namespace tessera {
 
 class Backend;
 
+// What a communicator moved and how long its calls took (for `tessera bench`
+// under mpirun: communication time and bytes per step).
+struct CommStats {
+  uint64_t calls = 0;  // collective and point-to-point calls
+  uint64_t bytes = 0;  // payload bytes this rank contributed (sent or broadcast)
+  double seconds = 0;  // wall time inside the calls
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -40,6 +48,13 @@ class Communicator {
   // Point-to-point transfer of data[bytes] (device) to / from rank `peer`.
   virtual Status send(Backend& backend, const void* data, size_t bytes, int peer) = 0;
   virtual Status recv(Backend& backend, void* data, size_t bytes, int peer) = 0;
+  // data[n] = the minimum over ranks of each rank's data[n], on every rank
+  // (host; setup agreements such as the KV blocks every rank can hold).
+  virtual Status all_reduce_min(int64_t* host_data, int64_t n) = 0;
+  // Ranks with the same `color` form a new communicator, ordered by `key`
+  // (MPI_Comm_split): the tensor-parallel group of one pipeline stage.
+  virtual Result<std::unique_ptr<Communicator>> split(int color, int key) = 0;
+  virtual CommStats stats() const { return {}; }
 };
 
 // One rank: collectives are identities (all_gather copies send to recv when

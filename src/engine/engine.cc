@@ -53,6 +53,11 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   cfg.max_num_batched_tokens = o.max_num_batched_tokens;
   cfg.enable_prefix_cache = o.enable_prefix_cache;
   cfg.spec = o.spec;
+  cfg.parallel.tp_size = o.parallel.tensor_parallel_size;
+  cfg.parallel.pp_size = o.parallel.pipeline_parallel_size;
+  cfg.parallel.layer_split = o.parallel.pp_layer_split;
+  cfg.quantize = o.quantize;
+  cfg.check_tensors = o.check_tensors;
   TESSERA_ASSIGN_OR_RETURN(impl->core, EngineCore::create(*impl->model, cfg));
   ModelInfo& info = impl->info;
   info.path = impl->model->path();

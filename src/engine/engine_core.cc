@@ -5,7 +5,6 @@
 #include <numeric>
 #include <string>
 
-#include "backend/registry.h"
 #include "engine/ngram_proposer.h"
 
 namespace tessera {
@@ -50,10 +49,7 @@ struct EngineCore::Request {
 };
 
 Result<std::unique_ptr<EngineCore>> EngineCore::create(const Model& model, const EngineConfig& config) {
-  BackendOptions options = config.backend;
-  options.threads = config.threads;
-  TESSERA_ASSIGN_OR_RETURN(auto backend, create_backend(options));
-  return create(model, config, std::move(backend));
+  return create(model, config, nullptr);
 }
 
 Result<std::unique_ptr<EngineCore>> EngineCore::create(const Model& model, const EngineConfig& config,
@@ -62,34 +58,29 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const Model& model, const
   if (config.max_num_batched_tokens < 1) return invalid_argument("--max-num-batched-tokens must be >= 1");
   if (config.ctx_size < 2) return invalid_argument("--ctx-size must be >= 2");
   TESSERA_RETURN_IF_ERROR(config.spec.validate());
-  const ModelConfig& c = model.config();
-  KvCacheSpec spec;
-  spec.n_layers = c.n_layers;
-  spec.n_kv_heads = c.n_kv_heads;
-  spec.head_dim = c.head_dim;
-  spec.dtype = config.kv_dtype;
-  TESSERA_RETURN_IF_ERROR(size_kv_cache(spec, config.kv_cache_memory, config.ctx_size));
-  auto comm = make_single_rank_communicator();
-  TESSERA_ASSIGN_OR_RETURN(auto transformer, Transformer::create(c, model.weights(), *backend, *comm));
-  TESSERA_ASSIGN_OR_RETURN(auto kv, backend->create_kv_cache(spec));
+  ExecutorConfig ec;
+  ec.backend = config.backend;
+  ec.backend.threads = config.threads;
+  ec.kv_dtype = config.kv_dtype;
+  ec.kv_cache_memory = config.kv_cache_memory;
+  ec.ctx_size = config.ctx_size;
+  ec.parallel = config.parallel;
+  ec.quantize = config.quantize;
+  ec.check_tensors = config.check_tensors;
+  TESSERA_ASSIGN_OR_RETURN(auto executor, ModelExecutor::create(model, ec, std::move(backend)));
   EngineConfig cfg = config;
   // One sequence may use the whole cache when it is sized by memory.
-  if (config.kv_cache_memory > 0) cfg.ctx_size = spec.capacity_tokens();
-  return std::unique_ptr<EngineCore>(
-      new EngineCore(model, cfg, std::move(backend), std::move(comm), std::move(kv), std::move(transformer)));
+  if (config.kv_cache_memory > 0) cfg.ctx_size = executor->kv_spec().capacity_tokens();
+  return std::unique_ptr<EngineCore>(new EngineCore(model, cfg, std::move(executor)));
 }
 
-EngineCore::EngineCore(const Model& model, const EngineConfig& config, std::unique_ptr<Backend> backend,
-                       std::unique_ptr<Communicator> comm, std::unique_ptr<KvCache> kv,
-                       std::unique_ptr<Transformer> transformer)
+EngineCore::EngineCore(const Model& model, const EngineConfig& config, std::unique_ptr<ModelExecutor> executor)
     : model_(model),
       config_(config),
-      backend_(std::move(backend)),
-      comm_(std::move(comm)),
-      kv_cache_(std::move(kv)),
-      transformer_(std::move(transformer)),
-      kv_(kv_cache_->spec().num_blocks, kv_cache_->spec().block_size, config.enable_prefix_cache,
-          static_cast<uint64_t>(kv_cache_->spec().dtype) * 0x100000001b3ull ^ std::hash<std::string>{}(model.path())),
+      executor_(std::move(executor)),
+      kv_(executor_->kv_spec().num_blocks, executor_->kv_spec().block_size, config.enable_prefix_cache,
+          static_cast<uint64_t>(executor_->kv_spec().dtype) * 0x100000001b3ull ^
+              std::hash<std::string>{}(model.path())),
       scheduler_(SchedulerConfig{config.max_num_seqs, config.max_num_batched_tokens, config.ctx_size}, kv_) {}
 
 EngineCore::~EngineCore() {
@@ -116,11 +107,11 @@ Result<uint64_t> EngineCore::submit(std::vector<int32_t> prompt, const Generatio
     return out_of_range("the prompt (" + std::to_string(n_prompt) + " tokens) plus max_tokens (" +
                         std::to_string(options.max_tokens) + ") exceeds the context length " + std::to_string(ctx));
   }
-  const int64_t bs = kv_cache_->spec().block_size;
-  if ((max_total + bs - 1) / bs > kv_cache_->spec().num_blocks) {
+  const int64_t bs = executor_->kv_spec().block_size;
+  if ((max_total + bs - 1) / bs > executor_->kv_spec().num_blocks) {
     return out_of_range("the prompt plus max_tokens (" + std::to_string(max_total) +
                         " tokens) can never fit in the KV cache (" +
-                        std::to_string(kv_cache_->spec().capacity_tokens()) + " tokens)");
+                        std::to_string(executor_->kv_spec().capacity_tokens()) + " tokens)");
   }
   auto r = std::make_unique<Request>();
   r->id = next_id_.fetch_add(1);
@@ -160,7 +151,7 @@ void EngineCore::drain_inbox() {
       r->seqs.push_back(std::make_unique<Sequence>(model_, r->options, r->prompt, i, config_.ctx_size));
       r->slots.push_back(std::make_unique<SeqSlot>((r->id << kChoiceBits) | static_cast<uint64_t>(i), r->priority,
                                                    arrivals_++, &r->seqs.back()->tokens(), r->max_total_tokens,
-                                                   kv_cache_->spec().block_size));
+                                                   executor_->kv_spec().block_size));
       r->slots.back()->use_prefix_cache = !r->options.prompt_logits;
       if (speculation_on() && r->options.speculative && !r->options.prompt_logits) {
         r->proposers.push_back(make_proposer(r->seqs.back()->sampler().seed(), i));
@@ -280,13 +271,17 @@ Status EngineCore::run_forward(const SchedulerOutput& out, std::vector<float>& l
         item.num_new_tokens == 1 && item.needs_logits && s.num_computed >= static_cast<int64_t>(r.prompt.size());
     if (!decode) prompt_tokens += item.num_new_tokens;
   }
+  const CommStats c0 = executor_->comm_stats();
   const auto t0 = Clock::now();
-  const Status st = transformer_->forward(b, *kv_cache_, logits);
+  const Status st = executor_->forward(b, logits);
   const double ms = ms_between(t0, Clock::now());
+  const CommStats c1 = executor_->comm_stats();
   std::lock_guard<std::mutex> lock(mu_);
   ++metrics_.steps;
   metrics_.prompt_tokens_computed += prompt_tokens;
   (prompt_tokens > 0 ? metrics_.prefill_ms : metrics_.decode_ms) += ms;
+  (prompt_tokens > 0 ? metrics_.prefill_comm_ms : metrics_.decode_comm_ms) += 1000.0 * (c1.seconds - c0.seconds);
+  (prompt_tokens > 0 ? metrics_.prefill_comm_bytes : metrics_.decode_comm_bytes) += c1.bytes - c0.bytes;
   if (prompt_tokens == 0) {
     metrics_.decode_tokens += b.n_tokens();
     ++metrics_.decode_steps;

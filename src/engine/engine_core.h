@@ -27,6 +27,7 @@
 
 #include "backend/backend.h"
 #include "backend/communicator.h"
+#include "engine/model_executor.h"
 #include "engine/proposer.h"
 #include "engine/sequence.h"
 #include "kv/kv_cache_manager.h"
@@ -51,6 +52,12 @@ struct EngineConfig {
   int32_t max_num_batched_tokens = 512;
   bool enable_prefix_cache = true;
   SpeculativeOptions spec;  // speculative decoding (--spec ...); validated by create()
+  // Tensor/pipeline parallelism (model/shard.h); world_size() > 1 needs MPI
+  // initialised with that many ranks (init_parallel_runtime) and this
+  // EngineCore on rank 0.
+  ParallelLayout parallel;
+  std::string quantize;        // the model's load-time quantization, repeated by the worker ranks
+  bool check_tensors = false;  // --check-tensors, repeated by the worker ranks
   // Test hook: makes each speculating sequence's proposer instead of
   // spec.method's (speculation is on when either is set).
   ProposerFactory proposer_factory;
@@ -94,17 +101,18 @@ class EngineCore {
   // computed tokens (none past them: rejected proposals were rolled back).
   // kInternal naming the first violation. For tests.
   Status check_invariants() const;
-  const KvCacheSpec& kv_spec() const { return kv_cache_->spec(); }
+  const KvCacheSpec& kv_spec() const { return executor_->kv_spec(); }
   // The backend the model runs on (e.g. for its describe() line).
-  const Backend& backend() const { return *backend_; }
-  Backend& backend() { return *backend_; }
+  const Backend& backend() const { return executor_->backend(); }
+  Backend& backend() { return executor_->backend(); }
+  // Rank 0's part of the model and its communication (parallel runs).
+  const ModelExecutor& executor() const { return *executor_; }
   int64_t context_tokens() const { return config_.ctx_size; }
   int32_t vocab_size() const { return model_.config().n_vocab; }
 
  private:
   struct Request;
-  EngineCore(const Model& model, const EngineConfig& config, std::unique_ptr<Backend> backend,
-             std::unique_ptr<Communicator> comm, std::unique_ptr<KvCache> kv, std::unique_ptr<Transformer> transformer);
+  EngineCore(const Model& model, const EngineConfig& config, std::unique_ptr<ModelExecutor> executor);
   void drain_inbox();
   void finish_request(Request& r, const Status& error, bool cancelled = false);
   // Rows of the step's logits that belong to one scheduled sequence.
@@ -124,10 +132,7 @@ class EngineCore {
 
   const Model& model_;
   EngineConfig config_;
-  std::unique_ptr<Backend> backend_;
-  std::unique_ptr<Communicator> comm_;
-  std::unique_ptr<KvCache> kv_cache_;
-  std::unique_ptr<Transformer> transformer_;
+  std::unique_ptr<ModelExecutor> executor_;
   KvCacheManager kv_;
   Scheduler scheduler_;
 

@@ -4,8 +4,8 @@
 #include <fmt/core.h>
 
 #include <filesystem>
-#include <optional>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,7 +14,9 @@
 #include "formats/safetensors.h"
 #include "kv/kv_cache_spec.h"
 #include "model/hf_config.h"
+#include "model/model.h"
 #include "model/model_config.h"
+#include "model/shard.h"
 #include "model/tensor_names.h"
 #include "tessera/byte_size.h"
 #include "tessera/tools.h"
@@ -57,7 +59,6 @@ void print_config(std::string& out, const ModelConfig& c, std::optional<DType> w
                        kv_dtype_name(spec.dtype), dtype_name(*weights), spec.bytes_per_token());
   }
 }
-
 
 Result<std::string> inspect_gguf(const std::string& path) {
   std::string out;
@@ -140,6 +141,44 @@ Result<std::string> inspect(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return inspect_hf_dir(path);
   return inspect_gguf(path);
+}
+
+Result<std::string> inspect(const std::string& path, const ParallelOptions& parallel) {
+  TESSERA_ASSIGN_OR_RETURN(std::string out, inspect(path));
+  if (parallel.world_size() <= 1) return out;
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(path));
+  const ModelConfig& c = model->config();
+  const ParallelLayout layout{parallel.tensor_parallel_size, parallel.pipeline_parallel_size, parallel.pp_layer_split};
+  const auto& layers = model->weights().layers;
+  const KvDtype kv = auto_kv_dtype(layers.empty() ? DType::kF16 : layers.front().wq.dtype);
+  const uint64_t embd_bytes = model->weights().token_embd.bytes();
+  out += fmt::format(
+      "\ntensor parallel {} x pipeline parallel {} = {} ranks (mpirun -np {}):\n"
+      "  {:>4} {:>5} {:>7} {:>5} {:>8} {:>8} {:>10} {:>14} {:>14}\n",
+      layout.tp_size, layout.pp_size, layout.world_size(), layout.world_size(), "rank", "stage", "layers", "heads",
+      "kv heads", "ffn rows", "vocab rows", "weight bytes", "KV bytes/token");
+  uint64_t total = 0;
+  for (int r = 0; r < layout.world_size(); ++r) {
+    TESSERA_ASSIGN_OR_RETURN(ShardPlan p, plan_shard(c, model->weights(), layout, r));
+    TESSERA_ASSIGN_OR_RETURN(ShardedWeights w, shard_weights(model->weights(), c, p, /*copy=*/false));
+    KvCacheSpec spec;
+    spec.n_layers = p.n_layers();
+    spec.n_kv_heads = p.n_kv_heads;
+    spec.head_dim = c.head_dim;
+    spec.dtype = kv;
+    const uint64_t bytes = w.matrix_bytes();
+    total += bytes;
+    out += fmt::format("  {:>4} {:>5} {:>7} {:>5} {:>8} {:>8} {:>10} {:>14} {:>14}\n", r, p.stage,
+                       fmt::format("{}-{}", p.layer_begin, p.layer_end - 1), p.n_heads, p.n_kv_heads, p.n_ff,
+                       p.last_stage() ? p.n_vocab : 0, bytes, spec.bytes_per_token());
+  }
+  out += fmt::format(
+      "weight bytes: the matrices each rank prepares ({} on one rank: {}; all ranks together {}); stage 0 also maps "
+      "the {} token embedding, of which only the rows of seen tokens are read. KV bytes/token in {} "
+      "(--kv-cache-dtype auto); --kv-cache-memory is per rank.\n",
+      model->weights().matrix_bytes(), format_byte_size(model->weights().matrix_bytes()), total,
+      format_byte_size(embd_bytes), kv_dtype_name(kv));
+  return out;
 }
 
 }  // namespace tessera::tools

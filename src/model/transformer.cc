@@ -1,5 +1,6 @@
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -16,15 +17,35 @@ struct Transformer::Layer {
   const float* ffn_norm = nullptr;  // [n_embd]
 };
 
-Transformer::Transformer(const ModelConfig& config, Backend& backend, Communicator& comm)
-    : config_(config), backend_(backend), comm_(comm), inv_freq_(config.rope_inv_freq()) {}
+Transformer::Transformer(const ModelConfig& config, const ShardPlan& plan, Backend& backend, Communicator& tp,
+                         Communicator& world)
+    : config_(config), plan_(plan), backend_(backend), comm_(tp), world_(world), inv_freq_(config.rope_inv_freq()) {}
 
 Transformer::~Transformer() = default;
 
 Result<std::unique_ptr<Transformer>> Transformer::create(const ModelConfig& config, const ModelWeights& weights,
                                                          Backend& backend, Communicator& comm) {
-  std::unique_ptr<Transformer> t(new Transformer(config, backend, comm));
-  auto prepare = [&](const WeightView& w, MatrixUse use) { return backend.prepare_matrix(w, use); };
+  ShardPlan whole;
+  whole.layer_end = config.n_layers;
+  whole.n_heads = config.n_heads;
+  whole.n_kv_heads = config.n_kv_heads;
+  whole.n_ff = config.n_ff;
+  whole.n_vocab = whole.vocab_stride = config.n_vocab;
+  return create(config, weights, whole, backend, comm, comm);
+}
+
+Result<std::unique_ptr<Transformer>> Transformer::create(const ModelConfig& config, const ModelWeights& weights,
+                                                         const ShardPlan& plan, Backend& backend, Communicator& tp,
+                                                         Communicator& world) {
+  if (static_cast<int>(weights.layers.size()) != plan.n_layers()) {
+    return invalid_argument("weights hold " + std::to_string(weights.layers.size()) + " layers; the plan has " +
+                            std::to_string(plan.n_layers()));
+  }
+  std::unique_ptr<Transformer> t(new Transformer(config, plan, backend, tp, world));
+  auto prepare = [&](const WeightView& w, MatrixUse use) -> Result<std::unique_ptr<DeviceMatrix>> {
+    if (w.rows == 0) return std::unique_ptr<DeviceMatrix>();  // another stage's
+    return backend.prepare_matrix(w, use);
+  };
   TESSERA_ASSIGN_OR_RETURN(t->token_embd_, prepare(weights.token_embd, MatrixUse::kEmbedding));
   TESSERA_ASSIGN_OR_RETURN(t->output_, prepare(weights.output, MatrixUse::kMatmul));
 
@@ -76,6 +97,11 @@ Result<std::unique_ptr<Transformer>> Transformer::create(const ModelConfig& conf
   return t;
 }
 
+bool Transformer::row_parallel_weights_copied() const {
+  return std::all_of(layers_.begin(), layers_.end(),
+                     [](const Layer& l) { return !l.wo->reads_source() && !l.w_down->reads_source(); });
+}
+
 Status Transformer::validate(const ForwardBatch& b, const KvCache& kv) const {
   const size_t n = b.token_ids.size();
   if (n == 0) return invalid_argument("empty batch");
@@ -118,14 +144,16 @@ Status Transformer::validate(const ForwardBatch& b, const KvCache& kv) const {
 
 Status Transformer::reserve_activations(int64_t n_tokens, int64_t n_logits) {
   const int64_t e = config_.n_embd;
-  const int64_t q_dim = static_cast<int64_t>(config_.n_heads) * config_.head_dim;
-  const int64_t kv_dim = static_cast<int64_t>(config_.n_kv_heads) * config_.head_dim;
-  const int64_t ff = config_.n_ff;
+  const int64_t q_dim = static_cast<int64_t>(plan_.n_heads) * config_.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(plan_.n_kv_heads) * config_.head_dim;
+  const int64_t ff = plan_.n_ff;
+  const int64_t vocab = plan_.vocab_stride;
+  const int64_t gathered = plan_.tp_size > 1 ? n_logits * vocab * plan_.tp_size : 0;
   // Region sizes in floats, each rounded to 64 bytes.
-  const int64_t sizes[] = {
-      n_tokens * e,     n_tokens * e,  n_tokens * q_dim, n_tokens * kv_dim, n_tokens * kv_dim,
-      n_tokens * q_dim, n_tokens * ff, n_tokens * ff,    n_logits * e,      n_logits * config_.n_vocab};
-  float** regions[] = {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &xl_, &logits_};
+  const int64_t sizes[] = {n_tokens * e,      n_tokens * e,     n_tokens * q_dim, n_tokens * kv_dim,
+                           n_tokens * kv_dim, n_tokens * q_dim, n_tokens * ff,    n_tokens * ff,
+                           n_logits * e,      n_logits * vocab, gathered};
+  float** regions[] = {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &xl_, &logits_, &gathered_};
   int64_t total = 0;
   for (int64_t s : sizes) total += (s + 15) / 16 * 16;
   const size_t bytes = static_cast<size_t>(total) * sizeof(float);
@@ -145,8 +173,8 @@ Status Transformer::attention_block(int layer, int32_t n, KvCache& kv) {
   const Layer& w = layers_[static_cast<size_t>(layer)];
   const int64_t e = config_.n_embd;
   const int64_t hd = config_.head_dim;
-  const int64_t q_dim = static_cast<int64_t>(config_.n_heads) * hd;
-  const int64_t kv_dim = static_cast<int64_t>(config_.n_kv_heads) * hd;
+  const int64_t q_dim = static_cast<int64_t>(plan_.n_heads) * hd;
+  const int64_t kv_dim = static_cast<int64_t>(plan_.n_kv_heads) * hd;
   Backend& be = backend_;
   be.rmsnorm(x_, w.attn_norm, xb_, n, e, config_.rms_eps);
   const MatmulOp qkv[] = {{w.wq.get(), q_}, {w.wk.get(), k_}, {w.wv.get(), v_}};
@@ -157,13 +185,13 @@ Status Transformer::attention_block(int layer, int32_t n, KvCache& kv) {
     be.add_bias(v_, w.bv, n, kv_dim);
   }
   if (w.q_norm != nullptr) {  // per-head RMSNorm (Qwen3)
-    be.rmsnorm(q_, w.q_norm, q_, n * config_.n_heads, hd, config_.rms_eps);
-    be.rmsnorm(k_, w.k_norm, k_, n * config_.n_kv_heads, hd, config_.rms_eps);
+    be.rmsnorm(q_, w.q_norm, q_, n * plan_.n_heads, hd, config_.rms_eps);
+    be.rmsnorm(k_, w.k_norm, k_, n * plan_.n_kv_heads, hd, config_.rms_eps);
   }
-  be.rope(q_, RopeParams{config_.n_heads, config_.head_dim, config_.n_rot, inv_freq_.data(), config_.rope_style});
-  be.rope(k_, RopeParams{config_.n_kv_heads, config_.head_dim, config_.n_rot, inv_freq_.data(), config_.rope_style});
+  be.rope(q_, RopeParams{plan_.n_heads, config_.head_dim, config_.n_rot, inv_freq_.data(), config_.rope_style});
+  be.rope(k_, RopeParams{plan_.n_kv_heads, config_.head_dim, config_.n_rot, inv_freq_.data(), config_.rope_style});
   be.kv_write(kv, layer, k_, v_);
-  const AttentionShape shape{config_.n_heads, config_.n_kv_heads, config_.head_dim,
+  const AttentionShape shape{plan_.n_heads, plan_.n_kv_heads, config_.head_dim,
                              1.0f / std::sqrt(static_cast<float>(config_.head_dim))};
   be.paged_attention(kv, layer, shape, q_, att_);
   return row_parallel_residual(*w.wo, att_, n);
@@ -183,7 +211,7 @@ Status Transformer::row_parallel_residual(const DeviceMatrix& w, const float* in
 Status Transformer::mlp_block(int layer, int32_t n) {
   const Layer& w = layers_[static_cast<size_t>(layer)];
   const int64_t e = config_.n_embd;
-  const int64_t ff = config_.n_ff;
+  const int64_t ff = plan_.n_ff;
   Backend& be = backend_;
   be.rmsnorm(x_, w.ffn_norm, xb_, n, e, config_.rms_eps);
   const MatmulOp gate_up[] = {{w.w_gate.get(), gate_}, {w.w_up.get(), up_}};
@@ -198,19 +226,50 @@ Status Transformer::forward(const ForwardBatch& b, KvCache& kv, std::vector<floa
   const auto n_logits = static_cast<int64_t>(b.logits_rows.size());
   TESSERA_RETURN_IF_ERROR(reserve_activations(n, n_logits));
   backend_.set_batch(b);
-  backend_.embedding(*token_embd_, x_);
-  for (int layer = 0; layer < config_.n_layers; ++layer) {
+  const size_t x_bytes = static_cast<size_t>(n) * static_cast<size_t>(config_.n_embd) * sizeof(float);
+  if (plan_.first_stage()) {
+    backend_.embedding(*token_embd_, x_);
+  } else {  // the previous stage's residual stream (same tensor-parallel rank)
+    TESSERA_RETURN_IF_ERROR(world_.recv(backend_, x_, x_bytes, plan_.world_rank() - plan_.tp_size));
+  }
+  // The cache holds this stage's layers only: local index layer - layer_begin.
+  for (int layer = 0; layer < plan_.n_layers(); ++layer) {
     TESSERA_RETURN_IF_ERROR(attention_block(layer, n, kv));
     TESSERA_RETURN_IF_ERROR(mlp_block(layer, n));
   }
-  logits.resize(static_cast<size_t>(n_logits) * static_cast<size_t>(config_.n_vocab));
-  if (n_logits > 0) {
-    backend_.rmsnorm_logits_rows(x_, output_norm_, xl_, config_.n_embd, config_.rms_eps);
-    const MatmulOp head[] = {{output_.get(), logits_}};
-    backend_.matmul(head, xl_, n_logits);
-    backend_.download(logits.data(), logits_, logits.size() * sizeof(float));
-  } else {
+  if (!plan_.last_stage()) {
+    logits.clear();
+    return world_.send(backend_, x_, x_bytes, plan_.world_rank() + plan_.tp_size);
+  }
+  return compute_logits(n_logits, logits);
+}
+
+Status Transformer::compute_logits(int64_t n_logits, std::vector<float>& logits) {
+  const int64_t vocab = config_.n_vocab;
+  logits.resize(static_cast<size_t>(n_logits) * static_cast<size_t>(vocab));
+  if (n_logits == 0) {
     backend_.synchronize();
+    return {};
+  }
+  backend_.rmsnorm_logits_rows(x_, output_norm_, xl_, config_.n_embd, config_.rms_eps);
+  const MatmulOp head[] = {{output_.get(), logits_}};
+  backend_.matmul(head, xl_, n_logits);
+  if (plan_.tp_size == 1) {
+    backend_.download(logits.data(), logits_, logits.size() * sizeof(float));
+    return {};
+  }
+  // Vocabulary-parallel head: rank r's rows [n_logits, n_r] (n_r <= stride)
+  // sit at gathered[r]; reassemble [n_logits, n_vocab] on the host.
+  const int64_t stride = plan_.vocab_stride;
+  TESSERA_RETURN_IF_ERROR(comm_.all_gather(backend_, logits_, n_logits * stride, gathered_));
+  std::vector<float> host(static_cast<size_t>(plan_.tp_size * n_logits * stride));
+  backend_.download(host.data(), gathered_, host.size() * sizeof(float));
+  for (int r = 0; r < plan_.tp_size; ++r) {
+    const int64_t begin = r * stride, rows = std::min(stride, vocab - begin);
+    for (int64_t i = 0; i < n_logits; ++i) {
+      const float* src = host.data() + (r * n_logits * stride + i * rows);
+      std::copy(src, src + rows, logits.data() + i * vocab + begin);
+    }
   }
   return {};
 }

@@ -20,6 +20,7 @@
 #include "backend/forward_batch.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
+#include "model/shard.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -34,6 +35,16 @@ class Transformer {
   // naming the tensor's type), device memory exhaustion.
   static Result<std::unique_ptr<Transformer>> create(const ModelConfig& config, const ModelWeights& weights,
                                                      Backend& backend, Communicator& comm);
+  // One rank's part of a tensor- and/or pipeline-parallel model
+  // (model/shard.h): `weights` already cut to `plan` (shard_weights), `tp`
+  // the tensor-parallel group of the rank's stage (all-reduce after the
+  // row-parallel projections, all-gather of the vocabulary-split logits),
+  // `world` the communicator whose ranks are world ranks (activations sent
+  // stage to stage). The KV cache given to forward() holds the plan's KV
+  // heads of the stage's layers only. Borrows everything.
+  static Result<std::unique_ptr<Transformer>> create(const ModelConfig& config, const ModelWeights& weights,
+                                                     const ShardPlan& plan, Backend& backend, Communicator& tp,
+                                                     Communicator& world);
   ~Transformer();
 
   // Runs one step: writes every token's K/V at its slot, then returns the
@@ -41,18 +52,30 @@ class Transformer {
   // resized). Rows do not depend on what else is in the batch. Errors
   // (kInvalidArgument): inconsistent sizes, token ids outside the
   // vocabulary, positions outside the block table, slots outside the cache;
-  // (kResourceExhausted): activation memory.
+  // (kResourceExhausted): activation memory; a communicator's error.
+  // Under pipeline parallelism a stage other than the first receives its
+  // input activations from the previous stage, one other than the last
+  // sends them on and returns no logits (`logits` cleared); every rank of
+  // the last stage returns the whole logits rows.
   Status forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits);
 
   // Checks a batch against this model and `kv` without running it.
   Status validate(const ForwardBatch& batch, const KvCache& kv) const;
 
   const ModelConfig& config() const { return config_; }
+  const ShardPlan& plan() const { return plan_; }
+  // Whether the backend made its own copy of every row-parallel matrix
+  // (attention output, down): then a shard's column-split copies
+  // (ShardedWeights::owned) are no longer read and can be freed.
+  bool row_parallel_weights_copied() const;
   Backend& backend() { return backend_; }
 
  private:
   struct Layer;
-  Transformer(const ModelConfig& config, Backend& backend, Communicator& comm);
+  Transformer(const ModelConfig& config, const ShardPlan& plan, Backend& backend, Communicator& tp,
+              Communicator& world);
+  // The logits rows of this step from the (vocabulary-split) output head.
+  Status compute_logits(int64_t n_logits, std::vector<float>& logits);
   Status reserve_activations(int64_t n_tokens, int64_t n_logits);
   Status attention_block(int layer, int32_t n, KvCache& kv);
   Status mlp_block(int layer, int32_t n);
@@ -61,8 +84,10 @@ class Transformer {
   Status row_parallel_residual(const DeviceMatrix& w, const float* in, int32_t n);
 
   const ModelConfig& config_;
+  ShardPlan plan_;  // this rank's heads, FFN rows, vocabulary rows and layers
   Backend& backend_;
-  Communicator& comm_;
+  Communicator& comm_;           // tensor-parallel group
+  Communicator& world_;          // pipeline stages (world ranks)
   std::vector<float> inv_freq_;  // [n_rot / 2] (host; RopeParams)
 
   // Prepared weights.
@@ -75,16 +100,18 @@ class Transformer {
   // Activations: one device buffer, regions assigned per step by
   // reserve_activations (device pointers into act_).
   std::unique_ptr<DeviceBuffer> act_;
-  float* x_ = nullptr;       // [n_tokens, n_embd] residual stream
-  float* xb_ = nullptr;      // [n_tokens, n_embd] normed input / projection output
-  float* q_ = nullptr;       // [n_tokens, n_heads * head_dim]
-  float* k_ = nullptr;       // [n_tokens, n_kv_heads * head_dim]
-  float* v_ = nullptr;       // [n_tokens, n_kv_heads * head_dim]
-  float* att_ = nullptr;     // [n_tokens, n_heads * head_dim]
-  float* gate_ = nullptr;    // [n_tokens, n_ff]
-  float* up_ = nullptr;      // [n_tokens, n_ff]
-  float* xl_ = nullptr;      // [n_logits, n_embd]
-  float* logits_ = nullptr;  // [n_logits, n_vocab]
+  float* x_ = nullptr;   // [n_tokens, n_embd] residual stream
+  float* xb_ = nullptr;  // [n_tokens, n_embd] normed input / projection output
+  // Head and FFN counts are this rank's (plan_); n_vocab_l = plan_.vocab_stride.
+  float* q_ = nullptr;         // [n_tokens, n_heads * head_dim]
+  float* k_ = nullptr;         // [n_tokens, n_kv_heads * head_dim]
+  float* v_ = nullptr;         // [n_tokens, n_kv_heads * head_dim]
+  float* att_ = nullptr;       // [n_tokens, n_heads * head_dim]
+  float* gate_ = nullptr;      // [n_tokens, n_ff]
+  float* up_ = nullptr;        // [n_tokens, n_ff]
+  float* xl_ = nullptr;        // [n_logits, n_embd]
+  float* logits_ = nullptr;    // [n_logits, n_vocab_l] this rank's vocabulary rows
+  float* gathered_ = nullptr;  // [tp_size, n_logits, n_vocab_l] every rank's (tensor parallel only)
 };
 
 }  // namespace tessera

@@ -48,10 +48,12 @@ expect_under("Speculative decoding" "" "--spec-k")
 # value here fails the test, so that the check keeps covering all of them.
 set(values
   "--model=${STORIES}" "--quantize=q8_0" "--chat-template=${TEMPLATE}"
-  "--threads=1" "--ctx-size=256" "--kv-cache-memory=1MiB" "--kv-cache-dtype=f16" "--device=cpu"
+  "--check-tensors=" "--threads=1" "--ctx-size=256" "--kv-cache-memory=1MiB" "--kv-cache-dtype=f16" "--device=cpu"
+  "--tensor-parallel-size=1" "--pipeline-parallel-size=1" "--pp-layer-split=5"
   "--max-num-seqs=4" "--max-num-batched-tokens=64" "--no-prefix-cache="
   "--host=not-an-ip" "--port=0" "--served-model-name=stories" "--api-key=k" "--max-queue=8"
-  "--max-body-bytes=4096" "--no-webui=" "--log-format=json"
+  "--max-body-bytes=4096" "--no-webui=" "--log-format=json" "--header-timeout=5" "--idle-timeout=5"
+  "--shutdown-timeout=1"
   "--temp=0.5" "--top-p=0.9" "--top-k=40" "--min-p=0.05" "--repetition-penalty=1.1" "--max-tokens=32"
   "--spec=ngram" "--spec-k=3" "--spec-ngram-min=1" "--spec-ngram-max=3" "--spec-disable-batch-size=2"
   "--no-spec-adaptive=")

@@ -40,7 +40,7 @@ class CpuBuffer final : public DeviceBuffer {
 class CpuMatrix final : public DeviceMatrix {
  public:
   CpuMatrix(const MatrixView& view, std::vector<std::vector<uint8_t>> storage)
-      : DeviceMatrix(view.dtype, view.rows, view.cols), view_(view), storage_(std::move(storage)) {}
+      : DeviceMatrix(view.dtype, view.rows, view.cols, storage.empty()), view_(view), storage_(std::move(storage)) {}
   const MatrixView& view() const { return view_; }
 
  private:

@@ -1,0 +1,166 @@
+#include "dist/mpi_communicator.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace tessera::dist {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Status mpi_error(const char* what, int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  return internal_error(std::string("MPI ") + what + " failed: " + std::string(text, static_cast<size_t>(len)));
+}
+
+// Waits for a non-blocking request, sleeping between polls once it has
+// waited a while (an idle worker waiting for the next step).
+int wait_polling(MPI_Request* req) {
+  int done = 0;
+  auto sleep = std::chrono::microseconds(0);
+  const auto start = Clock::now();
+  for (;;) {
+    const int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS || done) return rc;
+    if (Clock::now() - start > std::chrono::microseconds(200)) {
+      sleep = std::min(std::chrono::microseconds(1000), sleep + std::chrono::microseconds(20));
+      std::this_thread::sleep_for(sleep);
+    }
+  }
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(MPI_Comm comm) : comm_(comm) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  }
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  Status all_reduce_sum(Backend& backend, float* data, int64_t n) override {
+    if (size_ == 1 || n <= 0) return {};
+    const auto t0 = Clock::now();
+    const auto count = static_cast<size_t>(n);
+    mine_.resize(count);
+    all_.resize(count * static_cast<size_t>(size_));
+    backend.download(mine_.data(), data, count * sizeof(float));
+    const int rc =
+        MPI_Allgather(mine_.data(), static_cast<int>(n), MPI_FLOAT, all_.data(), static_cast<int>(n), MPI_FLOAT, comm_);
+    if (rc != MPI_SUCCESS) return mpi_error("all-reduce (allgather)", rc);
+    // Σ in rank order: the same bits on every rank.
+    for (size_t i = 0; i < count; ++i) mine_[i] = all_[i];
+    for (int r = 1; r < size_; ++r) {
+      const float* part = all_.data() + static_cast<size_t>(r) * count;
+      for (size_t i = 0; i < count; ++i) mine_[i] += part[i];
+    }
+    backend.upload(data, mine_.data(), count * sizeof(float));
+    account(count * sizeof(float), t0);
+    return {};
+  }
+
+  Status all_gather(Backend& backend, const float* send, int64_t n, float* recv) override {
+    const auto t0 = Clock::now();
+    const auto count = static_cast<size_t>(n);
+    mine_.resize(count);
+    all_.resize(count * static_cast<size_t>(size_));
+    backend.download(mine_.data(), send, count * sizeof(float));
+    const int rc =
+        MPI_Allgather(mine_.data(), static_cast<int>(n), MPI_FLOAT, all_.data(), static_cast<int>(n), MPI_FLOAT, comm_);
+    if (rc != MPI_SUCCESS) return mpi_error("all-gather", rc);
+    backend.upload(recv, all_.data(), all_.size() * sizeof(float));
+    account(count * sizeof(float), t0);
+    return {};
+  }
+
+  Status broadcast(void* host_data, size_t bytes, int root) override {
+    if (root < 0 || root >= size_) return invalid_argument("broadcast root " + std::to_string(root) + " is not a rank");
+    const auto t0 = Clock::now();
+    MPI_Request req;
+    int rc = MPI_Ibcast(host_data, static_cast<int>(bytes), MPI_BYTE, root, comm_, &req);
+    if (rc == MPI_SUCCESS) rc = wait_polling(&req);
+    if (rc != MPI_SUCCESS) return mpi_error("broadcast", rc);
+    account(rank_ == root ? bytes : 0, t0);
+    return {};
+  }
+
+  Status send(Backend& backend, const void* data, size_t bytes, int peer) override {
+    const auto t0 = Clock::now();
+    bytes_.resize(bytes);
+    backend.download(bytes_.data(), data, bytes);
+    const int rc = MPI_Send(bytes_.data(), static_cast<int>(bytes), MPI_BYTE, peer, kTag, comm_);
+    if (rc != MPI_SUCCESS) return mpi_error("send", rc);
+    account(bytes, t0);
+    return {};
+  }
+
+  Status recv(Backend& backend, void* data, size_t bytes, int peer) override {
+    const auto t0 = Clock::now();
+    bytes_.resize(bytes);
+    MPI_Request req;
+    int rc = MPI_Irecv(bytes_.data(), static_cast<int>(bytes), MPI_BYTE, peer, kTag, comm_, &req);
+    if (rc == MPI_SUCCESS) rc = wait_polling(&req);
+    if (rc != MPI_SUCCESS) return mpi_error("recv", rc);
+    backend.upload(data, bytes_.data(), bytes);
+    account(0, t0);
+    return {};
+  }
+
+  Status all_reduce_min(int64_t* host_data, int64_t n) override {
+    const auto t0 = Clock::now();
+    const int rc = MPI_Allreduce(MPI_IN_PLACE, host_data, static_cast<int>(n), MPI_INT64_T, MPI_MIN, comm_);
+    if (rc != MPI_SUCCESS) return mpi_error("all-reduce (min)", rc);
+    account(static_cast<size_t>(n) * sizeof(int64_t), t0);
+    return {};
+  }
+
+  Result<std::unique_ptr<Communicator>> split(int color, int key) override {
+    MPI_Comm sub;
+    const int rc = MPI_Comm_split(comm_, color, key, &sub);
+    if (rc != MPI_SUCCESS) return mpi_error("communicator split", rc);
+    return std::unique_ptr<Communicator>(new MpiCommunicator(sub));
+  }
+
+  CommStats stats() const override { return stats_; }
+
+ private:
+  static constexpr int kTag = 17;
+  void account(size_t bytes, Clock::time_point t0) {
+    ++stats_.calls;
+    stats_.bytes += bytes;
+    stats_.seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
+  MPI_Comm comm_;
+  int rank_ = 0;
+  int size_ = 1;
+  CommStats stats_;
+  std::vector<float> mine_, all_;  // host staging
+  std::vector<uint8_t> bytes_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_world_communicator() {
+  MPI_Comm dup;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  return std::make_unique<MpiCommunicator>(dup);
+}
+
+}  // namespace tessera::dist

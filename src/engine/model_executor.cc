@@ -1,0 +1,182 @@
+#include "engine/model_executor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "backend/registry.h"
+#include "dist/mpi_runtime.h"
+#include "engine/step_message.h"
+
+namespace tessera {
+
+namespace {
+
+constexpr size_t kMessageBytes = 1024;
+
+// Rank 0 of a parallel run tells the workers to exit (dist::finalize hook).
+void send_exit() {
+  StepHeader h{static_cast<int64_t>(StepCommand::kExit), 0};
+  (void)dist::world().broadcast(&h, sizeof(h), 0);
+}
+
+}  // namespace
+
+Status agree(Communicator& world, const Status& mine) {
+  int64_t first = mine.ok() ? std::numeric_limits<int64_t>::max() : world.rank();
+  TESSERA_RETURN_IF_ERROR(world.all_reduce_min(&first, 1));
+  if (first == std::numeric_limits<int64_t>::max()) return {};
+  struct {
+    int64_t code;
+    char text[kMessageBytes];
+  } msg{};
+  if (world.rank() == first) {
+    msg.code = static_cast<int64_t>(mine.code());
+    std::strncpy(msg.text, mine.message().c_str(), kMessageBytes - 1);
+  }
+  TESSERA_RETURN_IF_ERROR(world.broadcast(&msg, sizeof(msg), static_cast<int>(first)));
+  if (world.rank() == first) return mine;
+  return Status(static_cast<StatusCode>(msg.code), "rank " + std::to_string(first) + ": " + msg.text);
+}
+
+Result<std::unique_ptr<ModelExecutor>> ModelExecutor::create(const Model& model, const ExecutorConfig& config,
+                                                             std::unique_ptr<Backend> backend) {
+  std::unique_ptr<ModelExecutor> e(new ModelExecutor());
+  e->backend_ = std::move(backend);
+  const int world_size = config.parallel.world_size();
+  if (config.parallel.tp_size < 1 || config.parallel.pp_size < 1) {
+    return invalid_argument("--tensor-parallel-size and --pipeline-parallel-size must be >= 1");
+  }
+  if (world_size > 1) {
+    if (!dist::initialized()) {
+      return invalid_argument("a parallel run (--tensor-parallel-size " + std::to_string(config.parallel.tp_size) +
+                              " x --pipeline-parallel-size " + std::to_string(config.parallel.pp_size) +
+                              ") runs under MPI: mpirun -np " + std::to_string(world_size) + " tessera ...");
+    }
+    Communicator& world = dist::world();
+    if (world.size() != world_size) {
+      return invalid_argument("mpirun started " + std::to_string(world.size()) + " ranks but --tensor-parallel-size " +
+                              std::to_string(config.parallel.tp_size) + " x --pipeline-parallel-size " +
+                              std::to_string(config.parallel.pp_size) + " needs " + std::to_string(world_size));
+    }
+    e->world_ = &world;
+    // Start the workers' session: the configuration they need as text.
+    std::ostringstream out;
+    out << "path=" << model.path() << "\nquantize=" << config.quantize
+        << "\ncheck_tensors=" << (config.check_tensors ? 1 : 0) << "\nthreads=" << config.backend.threads
+        << "\ndevice=" << config.backend.device
+        << "\nisa=" << (config.backend.isa ? static_cast<int>(*config.backend.isa) : -1)
+        << "\ntile_kernels=" << (config.backend.tile_kernels ? 1 : 0)
+        << "\ndecode_streams=" << config.backend.decode_streams << "\nkv_dtype=" << static_cast<int>(config.kv_dtype)
+        << "\nkv_cache_memory=" << config.kv_cache_memory << "\nctx_size=" << config.ctx_size
+        << "\ntp=" << config.parallel.tp_size << "\npp=" << config.parallel.pp_size << "\nsplit=";
+    for (size_t i = 0; i < config.parallel.layer_split.size(); ++i) {
+      out << (i ? "," : "") << config.parallel.layer_split[i];
+    }
+    out << "\n";
+    std::string text = out.str();
+    StepHeader h{static_cast<int64_t>(StepCommand::kStartSession), static_cast<int64_t>(text.size())};
+    TESSERA_RETURN_IF_ERROR(world.broadcast(&h, sizeof(h), 0));
+    TESSERA_RETURN_IF_ERROR(world.broadcast(text.data(), text.size(), 0));
+    // Rank 0 has its model; the workers report whether they loaded theirs.
+    TESSERA_RETURN_IF_ERROR(agree(world, Status()));
+  }
+  TESSERA_RETURN_IF_ERROR(e->build(model, config, 0));
+  return e;
+}
+
+Status ModelExecutor::build(const Model& model, const ExecutorConfig& config, int rank) {
+  const ModelConfig& c = model.config();
+  if (world_ != nullptr) {
+    // Collective, before anything can fail: the tensor-parallel group of this stage.
+    TESSERA_ASSIGN_OR_RETURN(tp_, world_->split(rank / config.parallel.tp_size, rank));
+  } else {
+    single_ = make_single_rank_communicator();
+  }
+  Communicator& tp = world_ != nullptr ? *tp_ : *single_;
+  Communicator& world = world_ != nullptr ? *world_ : *single_;
+  auto sync = [&](const Status& st) { return world_ != nullptr ? agree(*world_, st) : st; };
+
+  KvCacheSpec spec;
+  const Status prepared = [&]() -> Status {
+    TESSERA_ASSIGN_OR_RETURN(ShardPlan plan, plan_shard(c, model.weights(), config.parallel, rank));
+    TESSERA_ASSIGN_OR_RETURN(weights_, shard_weights(model.weights(), c, plan));
+    if (!backend_) {
+      TESSERA_ASSIGN_OR_RETURN(backend_, create_backend(config.backend));
+    }
+    TESSERA_ASSIGN_OR_RETURN(transformer_, Transformer::create(c, weights_.weights, plan, *backend_, tp, world));
+    if (!weights_.owned.empty() && transformer_->row_parallel_weights_copied()) {
+      // The backend holds its own copies: the column splits are not read again.
+      for (LayerWeights& l : weights_.weights.layers) l.wo.data = l.w_down.data = nullptr;
+      std::vector<std::vector<uint8_t>>().swap(weights_.owned);
+    }
+    spec.n_layers = plan.n_layers();
+    spec.n_kv_heads = plan.n_kv_heads;
+    spec.head_dim = c.head_dim;
+    spec.dtype = config.kv_dtype;
+    return size_kv_cache(spec, config.kv_cache_memory, config.ctx_size);
+  }();
+  TESSERA_RETURN_IF_ERROR(sync(prepared));
+  if (world_ != nullptr) {  // every rank holds the blocks the smallest can
+    int64_t blocks = spec.num_blocks;
+    TESSERA_RETURN_IF_ERROR(world_->all_reduce_min(&blocks, 1));
+    spec.num_blocks = static_cast<int32_t>(blocks);
+  }
+  auto kv = backend_->create_kv_cache(spec);
+  TESSERA_RETURN_IF_ERROR(sync(kv.status()));
+  kv_ = std::move(kv).value();
+  return {};
+}
+
+ModelExecutor::~ModelExecutor() {
+  if (world_ != nullptr && world_->rank() == 0) {
+    StepHeader h{static_cast<int64_t>(StepCommand::kEndSession), 0};
+    (void)world_->broadcast(&h, sizeof(h), 0);
+  }
+}
+
+Status ModelExecutor::forward(const ForwardBatch& b, std::vector<float>& logits) {
+  if (world_ == nullptr) return transformer_->forward(b, *kv_, logits);
+  std::vector<int64_t> words = encode_batch(b);
+  StepHeader h{static_cast<int64_t>(StepCommand::kStep), static_cast<int64_t>(words.size())};
+  TESSERA_RETURN_IF_ERROR(world_->broadcast(&h, sizeof(h), 0));
+  TESSERA_RETURN_IF_ERROR(world_->broadcast(words.data(), words.size() * sizeof(int64_t), 0));
+  TESSERA_RETURN_IF_ERROR(transformer_->forward(b, *kv_, logits));
+  const ShardPlan& p = transformer_->plan();
+  if (!p.last_stage()) {
+    // The last stage's first tensor-parallel rank sends the logits rows
+    // (the CPU backend's device memory is host memory).
+    logits.resize(b.logits_rows.size() * static_cast<size_t>(transformer_->config().n_vocab));
+    if (!logits.empty()) {
+      TESSERA_RETURN_IF_ERROR(
+          world_->recv(*backend_, logits.data(), logits.size() * sizeof(float), (p.pp_size - 1) * p.tp_size));
+    }
+  }
+  return {};
+}
+
+CommStats ModelExecutor::comm_stats() const {
+  CommStats s;
+  for (const Communicator* c : {world_, tp_.get()}) {
+    if (c == nullptr) continue;
+    const CommStats one = c->stats();
+    s.calls += one.calls;
+    s.bytes += one.bytes;
+    s.seconds += one.seconds;
+  }
+  return s;
+}
+
+Status init_parallel_runtime(int world_size) {
+  TESSERA_RETURN_IF_ERROR(dist::init());
+  Communicator& world = dist::world();
+  if (world.size() != world_size) {
+    return invalid_argument("mpirun started " + std::to_string(world.size()) + " ranks; the parallel sizes need " +
+                            std::to_string(world_size) + " (tensor-parallel size x pipeline-parallel size)");
+  }
+  if (world.rank() == 0) dist::set_finalize_hook(send_exit);
+  return {};
+}
+
+}  // namespace tessera

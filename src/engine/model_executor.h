@@ -1,0 +1,102 @@
+// ModelExecutor: runs the model's forward pass for EngineCore, on one rank or
+// across the ranks of a tensor- and/or pipeline-parallel run (model/shard.h,
+// docs/parallelism.md). It owns the backend, this rank's prepared weights,
+// its KV cache memory (its KV heads of its stage's layers) and the
+// communicators.
+//
+// A parallel run is a sequence of *sessions* (one per EngineCore on rank 0):
+// rank 0 broadcasts kStartSession with the configuration; every rank loads
+// the model, cuts its shard, sizes its KV cache and they agree on the block
+// count (the minimum over ranks) — any rank's error becomes every rank's,
+// named by rank, so a bad file on one host is one line on rank 0, never a
+// hang. Then each step rank 0 broadcasts the ForwardBatch (step_message.h),
+// every rank runs its part, and the logits reach rank 0 (all-gathered within
+// the last stage; sent to rank 0 when it is not in the last stage).
+// Destroying rank 0's executor ends the session; dist::finalize() on rank 0
+// tells the workers to exit.
+//
+// Pipeline stages run one step at a time here (a stage idles while the others
+// compute); micro-batches in flight are future work (docs/parallelism.md).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/communicator.h"
+#include "kv/kv_cache_spec.h"
+#include "model/model.h"
+#include "model/shard.h"
+#include "model/transformer.h"
+#include "tessera/backend_options.h"
+#include "tessera/status.h"
+
+namespace tessera {
+
+struct ExecutorConfig {
+  BackendOptions backend;  // threads set (per rank)
+  KvDtype kv_dtype = KvDtype::kF16;
+  uint64_t kv_cache_memory = 0;  // bytes per rank; 0: size by ctx_size
+  int64_t ctx_size = 4096;
+  ParallelLayout parallel;  // tp × pp; 1 × 1 runs in-process without MPI
+  std::string quantize;     // the load-time quantization rank 0 used (workers repeat it)
+  bool check_tensors = false;  // rank 0's --check-tensors (workers repeat it)
+};
+
+class ModelExecutor {
+ public:
+  // Rank 0 (or the only rank). With parallel.world_size() > 1, MPI must be
+  // initialised with exactly that many ranks (dist::init). `backend`: null to
+  // create the one config.backend names. Errors: any rank's shard, weight or
+  // KV error (prefixed "rank N: " for another rank's), a world size that
+  // differs from tp × pp.
+  static Result<std::unique_ptr<ModelExecutor>> create(const Model& model, const ExecutorConfig& config,
+                                                       std::unique_ptr<Backend> backend = nullptr);
+  ~ModelExecutor();
+
+  // One step on every rank; logits of b.logits_rows ([n_logits, n_vocab]) on
+  // rank 0. Errors: Transformer::forward's, a communicator's.
+  Status forward(const ForwardBatch& b, std::vector<float>& logits);
+
+  const KvCacheSpec& kv_spec() const { return kv_->spec(); }
+  Backend& backend() { return *backend_; }
+  const Backend& backend() const { return *backend_; }
+  const ShardPlan& plan() const { return transformer_->plan(); }
+  bool parallel() const { return world_ != nullptr; }
+  // This rank's communication so far (world and tensor-parallel group).
+  CommStats comm_stats() const;
+
+ private:
+  friend Status run_parallel_worker(const std::string& model_path_override);
+  ModelExecutor() = default;
+  // Shard, prepare, size and allocate the KV cache, agree with the other ranks.
+  Status build(const Model& model, const ExecutorConfig& config, int rank);
+
+  Communicator* world_ = nullptr;         // dist::world(); null on a single rank
+  std::unique_ptr<Communicator> single_;  // single rank: the identity communicator
+  std::unique_ptr<Communicator> tp_;      // this stage's tensor-parallel group
+  std::unique_ptr<Backend> backend_;
+  ShardedWeights weights_;
+  std::unique_ptr<Transformer> transformer_;
+  std::unique_ptr<KvCache> kv_;
+};
+
+// Every rank learns the first failing rank's error: a collective over
+// `world` (all ranks must call it). ok when every rank's `mine` is ok.
+Status agree(Communicator& world, const Status& mine);
+
+// Initialises MPI (dist::init) for a run of `world_size` ranks and, on rank 0,
+// registers the exit message to the workers with dist::finalize. Every rank
+// calls it before its first engine. Errors: no MPI in the build, a world of
+// another size.
+Status init_parallel_runtime(int world_size);
+
+// The worker ranks' loop (rank != 0): serves rank 0's sessions until rank 0
+// exits. `model_path_override`: the model path this rank opens (its own
+// command line's -m, so hosts may keep the file at different paths); empty:
+// rank 0's path. Returns ok on a normal exit; an error of this rank
+// (a failed step, a protocol error) ends it.
+Status run_parallel_worker(const std::string& model_path_override);
+
+}  // namespace tessera

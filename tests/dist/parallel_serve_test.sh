@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# `tessera serve` under `mpirun -np 2 ... --tensor-parallel-size 2` (issue #15):
+#  1. a greedy completion equals the single-process `tessera run` output;
+#  2. a worker killed with SIGKILL while streams are in flight ends the whole
+#     run within 20 s with a non-zero exit, and every client's stream ends
+#     (no stall) without `data: [DONE]`;
+#  3. a model file missing on one rank (an MPMD launch, as on a host without
+#     the file) is one error line from rank 0 and a non-zero exit.
+# Run by ctest: parallel_serve_test.sh TESSERA_BIN MPIEXEC MODEL. Exit 77 = skipped (no model and
+# TESSERA_SKIP_MISSING_DATA=1).
+set -euo pipefail
+BIN=$1
+MPIEXEC=$2
+MODEL=$3
+if [ -n "${TESSERA_SHARED_DIR:-}" ]; then MODEL=$TESSERA_SHARED_DIR/models/stories260K.gguf; fi
+if [ ! -f "$MODEL" ]; then
+  if [ "${TESSERA_SKIP_MISSING_DATA:-}" = 1 ]; then echo "skipped: test data not found: $MODEL"; exit 77; fi
+  echo "test data not found: $MODEL (put the shared data at ../shared or set TESSERA_SHARED_DIR)" >&2
+  exit 1
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPI=("$MPIEXEC" --oversubscribe -q)
+WORK=$(mktemp -d)
+MPI_PID=""
+cleanup() {
+  if [ -n "$MPI_PID" ] && kill -0 "$MPI_PID" 2>/dev/null; then kill -KILL "$MPI_PID" 2>/dev/null || true; fi
+  pkill -KILL -f "tessera-parallel-serve-test-$$" 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+FAILURES=0
+fail() { echo "FAIL: $*" >&2; FAILURES=$((FAILURES + 1)); }
+ok() { echo "ok: $*"; }
+
+# The ranks carry a tag in their command line (--served-model-name) so the test finds them.
+TAG=tessera-parallel-serve-test-$$
+"${MPI[@]}" -np 2 "$BIN" serve -m "$MODEL" --host 127.0.0.1 --port 0 -t 1 --tensor-parallel-size 2 \
+  --served-model-name "$TAG" 2>"$WORK/server.log" &
+MPI_PID=$!
+PORT=""
+for _ in $(seq 300); do
+  PORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$WORK/server.log")
+  [ -n "$PORT" ] && break
+  kill -0 "$MPI_PID" 2>/dev/null || { cat "$WORK/server.log" >&2; echo "FAIL: server exited before listening" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$PORT" ] || { cat "$WORK/server.log" >&2; echo "FAIL: server did not listen within 30 s" >&2; exit 1; }
+URL=http://127.0.0.1:$PORT/v1/completions
+
+# 1. Greedy completion = the single-process run.
+want=$("$BIN" run -m "$MODEL" -p "Once upon a time" -n 24 --temp 0 -t 1 2>/dev/null)
+got=$(curl -sS -H "Content-Type: application/json" \
+  -d '{"prompt":"Once upon a time","max_tokens":24,"temperature":0}' "$URL" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["text"])')
+if [ "$got" = "$want" ]; then ok "greedy completion under T = 2 equals the single-process run"; else
+  fail "greedy completion: got '$got', want '$want'"; fi
+
+# 2. Kill a worker while 8 long streams run.
+for i in $(seq 8); do
+  curl -sS -N -m 60 -H "Content-Type: application/json" \
+    -d "{\"prompt\":\"Once upon a time $i\",\"max_tokens\":1900,\"ignore_eos\":true,\"stream\":true}" \
+    "$URL" >"$WORK/stream$i" 2>/dev/null &
+  eval "CURL$i=\$!"
+done
+for _ in $(seq 200); do
+  [ -s "$WORK/stream1" ] && break
+  sleep 0.05
+done
+worker=""
+for pid in $(pgrep -f "$TAG"); do
+  if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then worker=$pid; fi
+done
+[ -n "$worker" ] || fail "no rank-1 process found"
+start=$(date +%s)
+kill -KILL "$worker"
+rc=0
+for _ in $(seq 200); do kill -0 "$MPI_PID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$MPI_PID" 2>/dev/null; then fail "mpirun still running 20 s after the worker was killed"; else
+  wait "$MPI_PID" || rc=$?
+  MPI_PID=""
+  if [ "$rc" -ne 0 ]; then ok "the run ended with exit $rc $(($(date +%s) - start)) s after the worker died"; else
+    fail "the run exited 0 after a worker died"; fi
+fi
+cut=0
+for i in $(seq 8); do
+  eval "pid=\$CURL$i"
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then fail "stream $i still open 10 s after the server ended"; kill "$pid"; fi
+  grep -q '^data: \[DONE\]' "$WORK/stream$i" || cut=$((cut + 1))
+done
+if [ "$cut" -gt 0 ]; then ok "$cut of 8 streams ended without [DONE] (the rest had finished)"; else
+  fail "every stream had finished before the kill: the fault was not tested mid-stream"; fi
+
+# 3. A model missing on one rank.
+set +e
+out=$("${MPI[@]}" -np 1 "$BIN" run -m "$MODEL" -p hi -n 2 --tensor-parallel-size 2 : \
+  -np 1 "$BIN" run -m "$WORK/missing.gguf" -p hi -n 2 --tensor-parallel-size 2 2>&1)
+rc=$?
+set -e
+errors=$(grep -c '^tessera: error' <<<"$out" || true)
+if [ "$rc" -ne 0 ] && [ "$errors" -eq 1 ] && grep -q "^tessera: error: rank 1: .*missing.gguf" <<<"$out"; then
+  ok "missing model on rank 1: exit $rc, one line: $(grep '^tessera: error' <<<"$out")"
+else
+  fail "missing model on rank 1: exit $rc, output: $out"
+fi
+
+[ "$FAILURES" -eq 0 ] || { echo "$FAILURES failure(s)"; exit 1; }
+echo "all parallel serve checks passed"
