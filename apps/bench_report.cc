@@ -28,7 +28,11 @@ Json bench_report_json(const BenchReport& r) {
                                                         : Json(nullptr)},
                     {"median_fraction_of_bandwidth", optional_number(l.median_fraction_of_bandwidth)},
                     {"prefill_tokens_per_s", l.prefill_tokens_per_s},
-                    {"prefill_gflops", l.prefill_gflops}});
+                    {"prefill_gflops", l.prefill_gflops},
+                    {"decode_comm_ms_per_step", l.decode_comm_ms_per_step},
+                    {"decode_comm_bytes_per_step", l.decode_comm_bytes_per_step},
+                    {"prefill_comm_ms", l.prefill_comm_ms},
+                    {"prefill_comm_bytes", l.prefill_comm_bytes}});
   }
   return {{"model", r.model},
           {"architecture", r.architecture},
@@ -37,6 +41,8 @@ Json bench_report_json(const BenchReport& r) {
           {"backend", r.backend},
           {"weight_bytes", r.weight_bytes},
           {"kv_bytes_per_token", r.kv_bytes_per_token},
+          {"tensor_parallel_size", r.tensor_parallel_size},
+          {"pipeline_parallel_size", r.pipeline_parallel_size},
           {"bandwidth_gb_per_s", r.bandwidth_bytes_per_s ? Json(*r.bandwidth_bytes_per_s / 1e9) : Json(nullptr)},
           {"repeats", r.repeats},
           {"runs", std::move(runs)}};

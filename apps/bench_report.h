@@ -46,6 +46,8 @@ struct BenchReport {
   uint64_t kv_bytes_per_token = 0;
   std::optional<double> bandwidth_bytes_per_s;  // the highest read bandwidth measured; none with --skip-bandwidth
   int repeats = 0;
+  int tensor_parallel_size = 1;  // mpirun runs: the layout (kv_bytes_per_token is then rank 0's)
+  int pipeline_parallel_size = 1;
   std::vector<BenchLengthResult> lengths;  // in -p order
 };
 

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
 #include <optional>
 
 #include "progress_bar.h"
+#include "svg_plot.h"
 #include "tessera/byte_size.h"
 #include "tessera/parallel.h"
 #include "tessera/system.h"
@@ -98,36 +100,56 @@ Result<EngineOptions> engine_options(const EngineFlags& engine, const SchedulerF
 
 namespace {
 
-// A parallel run's setup error: rank 0 prints it, the other ranks (which
-// see the same error) exit quietly.
+// A parallel run's setup: a usage error (bad layout flags, another number of
+// ranks than the flags need) is one line from rank 0 and exit 2 on every rank.
 Status parallel_setup(const EngineOptions& o) {
-  const int world = o.parallel.world_size();
-  if (launched_ranks() != world) {
+  const ParallelOptions& p = o.parallel;
+  const int world = p.world_size();
+  if (world > 1 && launched_ranks() != world) {
     return invalid_argument(fmt::format(
         "--tensor-parallel-size {} x --pipeline-parallel-size {} runs on {} ranks: start it with mpirun -np {} "
         "tessera ... ({} started)",
-        o.parallel.tensor_parallel_size, o.parallel.pipeline_parallel_size, world, world, launched_ranks()));
+        p.tensor_parallel_size, p.pipeline_parallel_size, world, world, launched_ranks()));
   }
-  return init_parallel(world);
+  if (world > 1) TESSERA_RETURN_IF_ERROR(init_parallel(world));
+  return {};
 }
 
 }  // namespace
 
 Result<std::unique_ptr<Engine>> load_engine(const EngineOptions& o) {
-  if (o.parallel.world_size() > 1) {
+  const ParallelOptions& p = o.parallel;
+  if (!p.pp_layer_split.empty() && static_cast<int>(p.pp_layer_split.size()) != p.pipeline_parallel_size) {
+    if (launched_rank() == 0) {
+      fmt::print(
+          stderr,
+          "tessera: error: --pp-layer-split gives {} stages' layers; --pipeline-parallel-size is {} (see --help)\n",
+          p.pp_layer_split.size(), p.pipeline_parallel_size);
+    }
+    std::exit(kExitUsage);
+  }
+  if (p.world_size() == 1 && launched_ranks() > 1 && launched_rank() == 0) {
+    fmt::print(stderr,
+               "tessera: warning: started as {} MPI ranks without --tensor-parallel-size / --pipeline-parallel-size: "
+               "every rank runs the whole model on its own\n",
+               launched_ranks());
+  }
+  if (p.world_size() > 1) {
     if (Status st = parallel_setup(o); !st.ok()) {
-      if (launched_rank() != 0) std::exit(1);
-      return st;
+      if (launched_rank() == 0) fmt::print(stderr, "tessera: error: {} (see --help)\n", st.message());
+      std::exit(st.code() == StatusCode::kInvalidArgument ? kExitUsage : 1);
     }
     if (const int rank = parallel_rank(); rank != 0) {
       // A worker: rank 0 reports load and shard errors; this rank's own
-      // failure during a step is its one line. mpirun forwards SIGTERM/SIGINT
-      // to every rank: rank 0 drains and tells the workers to exit.
+      // failure during a step is its one line, and it ends every rank (the
+      // others would wait for it). mpirun forwards SIGTERM/SIGINT to every
+      // rank: rank 0 drains and tells the workers to exit.
       std::signal(SIGTERM, SIG_IGN);
       std::signal(SIGINT, SIG_IGN);
       const Status st = run_parallel_worker(o.model);
-      if (!st.ok()) fmt::print(stderr, "tessera: rank {}: error: {}\n", rank, st.message());
-      std::exit(st.ok() ? 0 : 1);
+      if (st.ok()) std::exit(0);
+      fmt::print(stderr, "tessera: error: rank {}: {}\n", rank, st.message());
+      abort_parallel_run(1);
     }
   }
   std::optional<ProgressTimer> loading;
@@ -198,6 +220,18 @@ Result<uint64_t> kv_memory_bytes(const EngineFlags& f) {
   if (!r.ok()) return invalid_argument("--kv-cache-memory: " + r.status().message());
   if (*r == 0) return invalid_argument("--kv-cache-memory must be positive");
   return *r;
+}
+
+int check_plot_flag(const std::string& plot) {
+  if (plot.empty()) return 0;
+  if (!plot_path_ok(plot)) {
+    fmt::print(stderr, "tessera: error: --plot {}: the file must end in .svg or .html (see --help)\n", plot);
+    return kExitUsage;
+  }
+  // Fail before the run, not after it: the plot file must be writable.
+  std::ofstream probe(plot, std::ios::app);
+  if (!probe) return fail(invalid_argument("--plot " + plot + ": cannot write the plot"));
+  return 0;
 }
 
 int fail(const Status& status) {

@@ -38,14 +38,14 @@ int check_spec_flags(const SpeculativeOptions& spec);
 
 struct EngineFlags {
   std::string model;
-  int threads = 0;                     // 0: physical cores
-  int64_t ctx_size = 0;                // 0: min(trained context, 4096)
-  std::string kv_cache_memory;         // e.g. "64MiB"; overrides ctx_size
-  std::string kv_cache_dtype = "auto"; // auto, f16, bf16, f32, int8 or fp8
-  std::string quantize;                // load-time quantization (q8_0, q4_0, q4_k); empty: none
-  std::string device = "cpu";          // --device: a backend_names() entry
-  bool check_tensors = false;          // --check-tensors: every weight value checked for Inf/NaN at load
-  ParallelOptions parallel;            // --tensor-parallel-size, --pipeline-parallel-size, --pp-layer-split
+  int threads = 0;                      // 0: physical cores
+  int64_t ctx_size = 0;                 // 0: min(trained context, 4096)
+  std::string kv_cache_memory;          // e.g. "64MiB"; overrides ctx_size
+  std::string kv_cache_dtype = "auto";  // auto, f16, bf16, f32, int8 or fp8
+  std::string quantize;                 // load-time quantization (q8_0, q4_0, q4_k); empty: none
+  std::string device = "cpu";           // --device: a backend_names() entry
+  bool check_tensors = false;           // --check-tensors: every weight value checked for Inf/NaN at load
+  ParallelOptions parallel;             // --tensor-parallel-size, --pipeline-parallel-size, --pp-layer-split
 };
 
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
@@ -78,6 +78,11 @@ Result<std::unique_ptr<Engine>> load_engine(const EngineOptions& options);
 // Loads the model (load_engine) and creates the engine engine_options() describes.
 Result<std::unique_ptr<Engine>> create_engine(const EngineFlags& engine, const SchedulerFlags& sched,
                                               int64_t ctx_size = 0);
+
+// Checks a --plot FILE before a run: 0, or prints the one-line error and
+// returns the exit code (kExitUsage for a name not ending in .svg/.html, 1
+// for a file that cannot be written).
+int check_plot_flag(const std::string& plot);
 
 // Prints "tessera: error: <message>" and returns exit code 1.
 int fail(const Status& status);

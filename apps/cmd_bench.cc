@@ -325,6 +325,8 @@ int bench_main(const BenchOptions& o) {
   report.weight_bytes = c.weight_bytes;
   report.kv_bytes_per_token = engine.kv_cache_info().bytes_per_token;
   report.repeats = o.repeats;
+  report.tensor_parallel_size = o.engine.parallel.tensor_parallel_size;
+  report.pipeline_parallel_size = o.engine.parallel.pipeline_parallel_size;
   if (!o.json) {
     fmt::print("model: {} ({}, {} layers, embedding {}), threads: {}, backend: {}\n", o.engine.model, c.architecture,
                c.n_layers, c.n_embd, threads, report.backend);
@@ -368,8 +370,9 @@ int bench_main(const BenchOptions& o) {
   if (o.json) {
     fmt::print("{}\n", bench_report_json(report).dump(2));
   } else {
-    fmt::print("resident memory (this process{}): {}\n", o.engine.parallel.world_size() > 1 ? ", rank 0" : "",
-               format_byte_size(resident_memory_bytes()));
+    fmt::print("resident memory (this process{}): {}{}\n", o.engine.parallel.world_size() > 1 ? ", rank 0" : "",
+               format_byte_size(resident_memory_bytes()),
+               probe ? " (with the bandwidth probe's buffer; --skip-bandwidth leaves it out)" : "");
   }
   return 0;
 }
@@ -407,15 +410,7 @@ Runner register_bench(CLI::App& app) {
       fmt::print(stderr, "tessera: error: --spec takes one -p length and no --json or --plot (see --help)\n");
       return kExitUsage;
     }
-    if (!o->plot.empty() && !plot_path_ok(o->plot)) {
-      fmt::print(stderr, "tessera: error: --plot {}: the file must end in .svg or .html (see --help)\n", o->plot);
-      return kExitUsage;
-    }
-    if (!o->plot.empty()) {
-      // Fail before the run, not after it: the plot file must be writable.
-      std::ofstream probe(o->plot, std::ios::app);
-      if (!probe) return fail(invalid_argument("--plot " + o->plot + ": cannot write the plot"));
-    }
+    if (int rc = check_plot_flag(o->plot); rc != 0) return rc;
     return bench_main(*o);
   };
 }

@@ -12,10 +12,10 @@
 #include <cmath>
 #include <condition_variable>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <limits>
 #include <random>
 #include <thread>
 
@@ -34,12 +34,12 @@ using Clock = std::chrono::steady_clock;
 
 struct BenchServeOptions {
   std::string url = "http://127.0.0.1:8080";
-  std::string api_key;      // for a server started with --api-key
-  std::string concurrency;  // "4" or a sweep "1,4,16,64"; empty: unset
-  std::string request_rate; // requests/s, Poisson: "2" or a sweep "1,2,4,inf"; empty: unset
-  std::string plot;         // --plot FILE.svg / FILE.html
-  int num_prompts = 0;      // 0: the dataset's size, else 100
-  std::string dataset;      // JSONL or ShareGPT file; empty: random prompts
+  std::string api_key;       // for a server started with --api-key
+  std::string concurrency;   // "4" or a sweep "1,4,16,64"; empty: unset
+  std::string request_rate;  // requests/s, Poisson: "2" or a sweep "1,2,4,inf"; empty: unset
+  std::string plot;          // --plot FILE.svg / FILE.html
+  int num_prompts = 0;       // 0: the dataset's size, else 100
+  std::string dataset;       // JSONL or ShareGPT file; empty: random prompts
   int input_len = 128;
   int output_len = 32;
   int shared_prefix_len = 0;
@@ -171,9 +171,9 @@ struct Level {
 };
 
 struct LevelResult {
-  json summary;                      // the fields bench-serve --json prints for one level
-  std::vector<StreamTiming> timings; // one per request, in send order
-  std::vector<double> ttft, tpot;    // seconds, of the requests that succeeded
+  json summary;                       // the fields bench-serve --json prints for one level
+  std::vector<StreamTiming> timings;  // one per request, in send order
+  std::vector<double> ttft, tpot;     // seconds, of the requests that succeeded
   int ok = 0;
 };
 
@@ -252,7 +252,7 @@ LevelResult run_level(const BenchServeOptions& o, const Level& level, const Serv
               {"model", model},
               {"num_prompts", o.num_prompts},
               {"concurrency", level.concurrency > 0 ? json(level.concurrency) : json(nullptr)},
-              {"request_rate", level.concurrency > 0 ? json(nullptr)
+              {"request_rate", level.concurrency > 0    ? json(nullptr)
                                : std::isinf(level.rate) ? json("inf")
                                                         : json(level.rate)},
               {"dataset", dataset_size == 0 ? json(nullptr) : json(o.dataset)},
@@ -275,8 +275,11 @@ LevelResult run_level(const BenchServeOptions& o, const Level& level, const Serv
   // Every request's own record (seconds -> ms), in send order.
   json requests = json::array();
   for (const StreamTiming& t : results) {
-    json rec = {{"ok", t.ok}, {"prompt_tokens", t.prompt_tokens}, {"completion_tokens", t.completion_tokens},
-                {"ttft_ms", t.ttft * 1e3}, {"e2e_ms", t.e2e * 1e3}};
+    json rec = {{"ok", t.ok},
+                {"prompt_tokens", t.prompt_tokens},
+                {"completion_tokens", t.completion_tokens},
+                {"ttft_ms", t.ttft * 1e3},
+                {"e2e_ms", t.e2e * 1e3}};
     rec["tpot_ms"] = t.ok && t.completion_tokens > 1
                          ? json((t.e2e - t.ttft) * 1e3 / static_cast<double>(t.completion_tokens - 1))
                          : json(nullptr);
@@ -306,7 +309,8 @@ void print_level(const json& j, size_t dataset_size) {
   fmt::print("{:<28}{:.1f}\n", "input tokens/s", j["input_tokens_per_s"].get<double>());
   fmt::print("{:<28}{:.1f}\n", "output tokens/s", j["output_tokens_per_s"].get<double>());
   fmt::print("{:<12}{:>12}{:>12}{:>12}{:>12}\n", "ms", "mean", "median", "p90", "p99");
-  for (const auto& [name, key] : {std::pair{"TTFT", "ttft"}, {"TPOT", "tpot"}, {"ITL", "itl"}, {"E2E", "e2e_latency"}}) {
+  for (const auto& [name, key] :
+       {std::pair{"TTFT", "ttft"}, {"TPOT", "tpot"}, {"ITL", "itl"}, {"E2E", "e2e_latency"}}) {
     const json& s = j[key];
     fmt::print("{:<12}{:>12.2f}{:>12.2f}{:>12.2f}{:>12.2f}\n", name, s["mean_ms"].get<double>(),
                s["median_ms"].get<double>(), s["p90_ms"].get<double>(), s["p99_ms"].get<double>());
@@ -315,9 +319,8 @@ void print_level(const json& j, size_t dataset_size) {
 }
 
 std::string plot_title(const BenchServeOptions& o, const std::string& model, const std::vector<Level>& levels) {
-  std::string workload = o.dataset.empty()
-                             ? fmt::format("{} prompt + {} output tokens", o.input_len, o.output_len)
-                             : "dataset " + o.dataset;
+  std::string workload = o.dataset.empty() ? fmt::format("{} prompt + {} output tokens", o.input_len, o.output_len)
+                                           : "dataset " + o.dataset;
   return fmt::format("tessera bench serve: {} at {} ({}; {} requests per level, {} level{})",
                      model.empty() ? std::string("(unnamed model)") : model, o.url, workload, o.num_prompts,
                      levels.size(), levels.size() == 1 ? "" : "s");
@@ -441,7 +444,7 @@ int bench_serve_main(BenchServeOptions o, const std::vector<Level>& levels) {
                               {"model", model},
                               {"sweep", levels[0].concurrency > 0 ? "concurrency" : "request_rate"},
                               {"levels", std::move(levels_json)}}
-                              .dump(2));
+                             .dump(2));
     }
   } else if (!sweep) {
     print_level(results[0].summary, dataset.size());
@@ -513,21 +516,13 @@ Runner register_bench_serve(CLI::App& app) {
   sub->add_flag("--json", o->json_out,
                 "Print the results as JSON, with every request's record (a sweep: one object per level)");
   return [o] {
-    auto levels = parse_levels(o->concurrency.empty() && o->request_rate.empty() ? "1" : o->concurrency,
-                               o->request_rate);
+    auto levels =
+        parse_levels(o->concurrency.empty() && o->request_rate.empty() ? "1" : o->concurrency, o->request_rate);
     if (!levels.ok()) {
       fmt::print(stderr, "tessera: error: {} (see --help)\n", levels.status().message());
       return kExitUsage;
     }
-    if (!o->plot.empty() && !plot_path_ok(o->plot)) {
-      fmt::print(stderr, "tessera: error: --plot {}: the file must end in .svg or .html (see --help)\n", o->plot);
-      return kExitUsage;
-    }
-    if (!o->plot.empty()) {
-      // Fail before the run, not after it: the plot file must be writable.
-      std::ofstream probe(o->plot, std::ios::app);
-      if (!probe) return fail(invalid_argument("--plot " + o->plot + ": cannot write the plot"));
-    }
+    if (int rc = check_plot_flag(o->plot); rc != 0) return rc;
     return bench_serve_main(*o, *levels);
   };
 }

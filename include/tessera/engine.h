@@ -35,15 +35,15 @@
 namespace tessera {
 
 struct EngineOptions {
-  std::string model;                     // path: a .gguf file or a Hugging Face model directory
-  std::string quantize;                  // "" (as stored), "q8_0", "q4_0" or "q4_k": requantize the matrices at load
+  std::string model;     // path: a .gguf file or a Hugging Face model directory
+  std::string quantize;  // "" (as stored), "q8_0", "q4_0" or "q4_k": requantize the matrices at load
   // Check every weight value for Inf/NaN at load (--check-tensors; a pass
   // over the whole file). Without it only the quantized blocks' scales and
   // the norms/biases are checked. Errors name the tensor and row.
   bool check_tensors = false;
-  BackendOptions backend;                // device ("cpu"), threads and kernel switches
-  int64_t ctx_size = 0;                  // tokens of one sequence; 0: min(the model's trained context, 4096)
-  uint64_t kv_cache_memory = 0;          // bytes for the KV cache; 0: sized by ctx_size
+  BackendOptions backend;        // device ("cpu"), threads and kernel switches
+  int64_t ctx_size = 0;          // tokens of one sequence; 0: min(the model's trained context, 4096)
+  uint64_t kv_cache_memory = 0;  // bytes for the KV cache; 0: sized by ctx_size
   // "auto" (the weights' float type for F32/F16/BF16 models, f16 for
   // quantized ones, as vLLM's auto), "f16", "bf16", "f32", "int8" or "fp8".
   std::string kv_cache_dtype = "auto";
@@ -96,7 +96,8 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   const ModelInfo& model_info() const;
-  // One line saying how the model runs, e.g. "cpu avx2, 2 threads, no tile kernels".
+  // One line saying how the model runs, e.g. "cpu avx2, 2 threads, no tile kernels"; in a parallel
+  // run followed by ", rank 0 of 4 (tensor parallel 2 x pipeline parallel 2; KV cache per rank)".
   std::string backend_description() const;
   const KvCacheInfo& kv_cache_info() const;
   // The model's vocabulary and tokenizer; null when the model file has none

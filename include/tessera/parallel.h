@@ -44,5 +44,9 @@ int parallel_rank();
 // error; a failure while loading or sharding is reported by rank 0 instead
 // (as "rank N: ...") and the worker waits for the next engine.
 Status run_parallel_worker(const std::string& model_path = "");
+// Ends every rank of the parallel run at once with exit status `code`
+// (MPI_Abort): for a rank that cannot go on, whose peers would otherwise wait
+// for it. Without a parallel run, exits this process.
+[[noreturn]] void abort_parallel_run(int code);
 
 }  // namespace tessera

@@ -57,14 +57,9 @@ class MpiCommunicator final : public Communicator {
   Status all_reduce_sum(Backend& backend, float* data, int64_t n) override {
     if (size_ == 1 || n <= 0) return {};
     const auto t0 = Clock::now();
-    const auto count = static_cast<size_t>(n);
-    mine_.resize(count);
-    all_.resize(count * static_cast<size_t>(size_));
-    backend.download(mine_.data(), data, count * sizeof(float));
-    const int rc =
-        MPI_Allgather(mine_.data(), static_cast<int>(n), MPI_FLOAT, all_.data(), static_cast<int>(n), MPI_FLOAT, comm_);
-    if (rc != MPI_SUCCESS) return mpi_error("all-reduce (allgather)", rc);
+    TESSERA_RETURN_IF_ERROR(gather_to_host(backend, data, n, "all-reduce (allgather)"));
     // Σ in rank order: the same bits on every rank.
+    const auto count = static_cast<size_t>(n);
     for (size_t i = 0; i < count; ++i) mine_[i] = all_[i];
     for (int r = 1; r < size_; ++r) {
       const float* part = all_.data() + static_cast<size_t>(r) * count;
@@ -77,15 +72,9 @@ class MpiCommunicator final : public Communicator {
 
   Status all_gather(Backend& backend, const float* send, int64_t n, float* recv) override {
     const auto t0 = Clock::now();
-    const auto count = static_cast<size_t>(n);
-    mine_.resize(count);
-    all_.resize(count * static_cast<size_t>(size_));
-    backend.download(mine_.data(), send, count * sizeof(float));
-    const int rc =
-        MPI_Allgather(mine_.data(), static_cast<int>(n), MPI_FLOAT, all_.data(), static_cast<int>(n), MPI_FLOAT, comm_);
-    if (rc != MPI_SUCCESS) return mpi_error("all-gather", rc);
+    TESSERA_RETURN_IF_ERROR(gather_to_host(backend, send, n, "all-gather"));
     backend.upload(recv, all_.data(), all_.size() * sizeof(float));
-    account(count * sizeof(float), t0);
+    account(static_cast<size_t>(n) * sizeof(float), t0);
     return {};
   }
 
@@ -141,6 +130,16 @@ class MpiCommunicator final : public Communicator {
 
  private:
   static constexpr int kTag = 17;
+  // mine_[n] = this rank's send[n] (device), all_[size * n] = every rank's, in rank order.
+  Status gather_to_host(Backend& backend, const float* send, int64_t n, const char* what) {
+    const auto count = static_cast<size_t>(n);
+    mine_.resize(count);
+    all_.resize(count * static_cast<size_t>(size_));
+    backend.download(mine_.data(), send, count * sizeof(float));
+    const int rc =
+        MPI_Allgather(mine_.data(), static_cast<int>(n), MPI_FLOAT, all_.data(), static_cast<int>(n), MPI_FLOAT, comm_);
+    return rc == MPI_SUCCESS ? Status() : mpi_error(what, rc);
+  }
   void account(size_t bytes, Clock::time_point t0) {
     ++stats_.calls;
     stats_.bytes += bytes;

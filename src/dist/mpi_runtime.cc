@@ -72,6 +72,11 @@ Status init() {
   return {};
 }
 
+void abort_all(int code) {
+  if (initialized()) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
 void finalize() {
   Runtime& r = runtime();
   if (!r.tried || !r.init_status.ok() || r.finalized) return;
@@ -94,6 +99,10 @@ Status init() {
 }
 
 void finalize() {}
+
+void abort_all(int code) {
+  std::_Exit(code);
+}
 
 #endif
 

@@ -34,6 +34,10 @@ Communicator& world();
 // Runs `fn` once at finalize(), before MPI_Finalize (rank 0's engine layer
 // tells the workers to exit there). Only one hook; a second replaces it.
 void set_finalize_hook(void (*fn)());
+// Ends every rank of the run at once (MPI_Abort on the world; exits the
+// process with `code` when MPI is not initialised). For a rank that cannot go
+// on: its peers would otherwise wait for it in their next collective.
+[[noreturn]] void abort_all(int code);
 // Runs the hook, then MPI_Finalize. Idempotent; registered with atexit by init().
 void finalize();
 

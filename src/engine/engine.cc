@@ -85,7 +85,15 @@ const ModelInfo& Engine::model_info() const {
 }
 
 std::string Engine::backend_description() const {
-  return impl_->core->backend().describe();
+  std::string d = impl_->core->backend().describe();
+  const ModelExecutor& e = impl_->core->executor();
+  if (e.parallel()) {
+    const ShardPlan& p = e.plan();
+    // The KV cache and threads this engine reports are rank 0's.
+    d += ", rank 0 of " + std::to_string(p.tp_size * p.pp_size) + " (tensor parallel " + std::to_string(p.tp_size) +
+         " x pipeline parallel " + std::to_string(p.pp_size) + "; KV cache per rank)";
+  }
+  return d;
 }
 
 const KvCacheInfo& Engine::kv_cache_info() const {

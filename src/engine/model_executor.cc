@@ -23,6 +23,15 @@ void send_exit() {
 
 }  // namespace
 
+std::string model_shape(const Model& model) {
+  const ModelConfig& c = model.config();
+  std::ostringstream out;
+  out << c.architecture << " layers " << c.n_layers << " embedding " << c.n_embd << " ffn " << c.n_ff << " heads "
+      << c.n_heads << "/" << c.n_kv_heads << " head_dim " << c.head_dim << " vocab " << c.n_vocab;
+  if (!model.weights().layers.empty()) out << " " << dtype_name(model.weights().layers.front().wq.dtype);
+  return out.str();
+}
+
 Status agree(Communicator& world, const Status& mine) {
   int64_t first = mine.ok() ? std::numeric_limits<int64_t>::max() : world.rank();
   TESSERA_RETURN_IF_ERROR(world.all_reduce_min(&first, 1));
@@ -63,7 +72,7 @@ Result<std::unique_ptr<ModelExecutor>> ModelExecutor::create(const Model& model,
     e->world_ = &world;
     // Start the workers' session: the configuration they need as text.
     std::ostringstream out;
-    out << "path=" << model.path() << "\nquantize=" << config.quantize
+    out << "path=" << model.path() << "\nshape=" << model_shape(model) << "\nquantize=" << config.quantize
         << "\ncheck_tensors=" << (config.check_tensors ? 1 : 0) << "\nthreads=" << config.backend.threads
         << "\ndevice=" << config.backend.device
         << "\nisa=" << (config.backend.isa ? static_cast<int>(*config.backend.isa) : -1)

@@ -39,8 +39,8 @@ struct ExecutorConfig {
   KvDtype kv_dtype = KvDtype::kF16;
   uint64_t kv_cache_memory = 0;  // bytes per rank; 0: size by ctx_size
   int64_t ctx_size = 4096;
-  ParallelLayout parallel;  // tp × pp; 1 × 1 runs in-process without MPI
-  std::string quantize;     // the load-time quantization rank 0 used (workers repeat it)
+  ParallelLayout parallel;     // tp × pp; 1 × 1 runs in-process without MPI
+  std::string quantize;        // the load-time quantization rank 0 used (workers repeat it)
   bool check_tensors = false;  // rank 0's --check-tensors (workers repeat it)
 };
 
@@ -81,6 +81,11 @@ class ModelExecutor {
   std::unique_ptr<Transformer> transformer_;
   std::unique_ptr<KvCache> kv_;
 };
+
+// The shape every rank's model must have in common (architecture, sizes,
+// the first projection's type), as one line: checked by the workers against
+// rank 0's at each session start.
+std::string model_shape(const Model& model);
 
 // Every rank learns the first failing rank's error: a collective over
 // `world` (all ranks must call it). ok when every rank's `mine` is ok.

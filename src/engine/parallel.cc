@@ -22,6 +22,10 @@ Status init_parallel(int world_size) {
   return init_parallel_runtime(world_size);
 }
 
+void abort_parallel_run(int code) {
+  dist::abort_all(code);
+}
+
 int parallel_rank() {
   return dist::initialized() ? dist::world().rank() : 0;
 }

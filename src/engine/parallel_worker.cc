@@ -11,7 +11,7 @@ namespace tessera {
 
 namespace {
 
-Result<ExecutorConfig> parse_session(const std::string& text, std::string& path) {
+Result<ExecutorConfig> parse_session(const std::string& text, std::string& path, std::string& shape) {
   std::map<std::string, std::string> kv;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
@@ -21,6 +21,7 @@ Result<ExecutorConfig> parse_session(const std::string& text, std::string& path)
   try {
     ExecutorConfig c;
     path = kv.at("path");
+    shape = kv.at("shape");
     c.quantize = kv.at("quantize");
     c.check_tensors = kv.at("check_tensors") == "1";
     c.backend.threads = std::stoi(kv.at("threads"));
@@ -60,8 +61,8 @@ Status run_parallel_worker(const std::string& model_path_override) {
     }
     std::string text(static_cast<size_t>(h.payload_words), '\0');
     TESSERA_RETURN_IF_ERROR(world.broadcast(text.data(), text.size(), 0));
-    std::string path;
-    auto config = parse_session(text, path);
+    std::string path, shape;
+    auto config = parse_session(text, path, shape);
     if (!model_path_override.empty()) path = model_path_override;
     Status loaded_ok = config.status();
     if (loaded_ok.ok() && (model == nullptr || loaded != path + "|" + config->quantize)) {
@@ -74,6 +75,9 @@ Status run_parallel_worker(const std::string& model_path_override) {
         model = std::move(m).value();
         loaded = path + "|" + config->quantize;
       }
+    }
+    if (loaded_ok.ok() && model_shape(*model) != shape) {
+      loaded_ok = invalid_argument(path + " is not rank 0's model: " + model_shape(*model) + " against " + shape);
     }
     if (!agree(world, loaded_ok).ok()) continue;  // rank 0 reports it and ends the session or exits
     std::unique_ptr<ModelExecutor> e(new ModelExecutor());

@@ -1,6 +1,7 @@
 // tools::convert_hf, tools::quantize and tools::write_random_model
 // (tessera/tools.h) over the model library's converters and writers.
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -32,8 +33,23 @@ std::vector<std::string> quantize_type_names() {
   return quant_scheme_names();
 }
 
+namespace {
+
+// The output would overwrite the input while it is read (and the input is
+// lost): the same path, a hard link or a symlink to it.
+Status check_output_is_not_input(const std::string& in_path, const std::string& out_path) {
+  std::error_code ec;
+  if (std::filesystem::exists(out_path, ec) && std::filesystem::equivalent(in_path, out_path, ec) && !ec) {
+    return invalid_argument("the output " + out_path + " is the input file: write to another path");
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<QuantizeSummary> quantize(const std::string& in_path, const std::string& out_path, const std::string& type,
                                  int threads, const Progress& progress) {
+  TESSERA_RETURN_IF_ERROR(check_output_is_not_input(in_path, out_path));
   const std::optional<QuantScheme> scheme = quant_scheme_from_name(type);
   if (!scheme) return invalid_argument("unknown quantization type '" + type + "'");
   ThreadPool pool(std::max(1, threads));

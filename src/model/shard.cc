@@ -37,8 +37,8 @@ Result<std::vector<int>> stage_layers(int n_layers, const ParallelLayout& layout
   }
   if (!layout.layer_split.empty()) {
     if (static_cast<int>(layout.layer_split.size()) != p) {
-      return invalid_argument("--pp-layer-split has " + str(static_cast<int64_t>(layout.layer_split.size())) +
-                              " entries for " + str(p) + " pipeline stages");
+      return invalid_argument("--pp-layer-split gives " + str(static_cast<int64_t>(layout.layer_split.size())) +
+                              " stages' layers; --pipeline-parallel-size is " + str(p));
     }
     int64_t sum = 0;
     for (int n : layout.layer_split) {

@@ -87,6 +87,7 @@ void HttpSession::on_read(beast::error_code ec) {
 
 void HttpSession::begin_log(const Request& req) {
   log_ = RequestLogRecord{};
+  handed_status_ = 0;
   log_start_ = std::chrono::steady_clock::now();
   log_open_ = true;
   const std::string_view target(req.target().data(), req.target().size());
@@ -179,15 +180,20 @@ void HttpSession::send(Reply reply) {
   res->keep_alive(keep_alive_);
   res->body() = std::move(reply.body);
   res->prepare_payload();
+  handed_status_ = reply.status;
   http::async_write(stream_, *res,
                     [self = shared_from_this(), res, status = reply.status](beast::error_code ec, size_t) {
-                      if (ec) return self->close();
+                      if (ec) {
+                        self->write_failed_ = true;
+                        return self->close();
+                      }
                       self->end_log(status);
                       self->response_complete();
                     });
 }
 
 void HttpSession::start_job(ParsedRequest request) {
+  job_cancelled_ = false;
   const auto n_prompts = static_cast<int32_t>(request.prompts.size());
   if (state_->in_flight.load() + n_prompts > state_->config.max_queue) {
     return send(error_reply(
@@ -309,6 +315,7 @@ void HttpSession::on_engine_event(EngineEvent& ev) {
   re.metrics = &ev.metrics;
   re.error = ev.error;
   re.cancelled = ev.cancelled;
+  if (ev.cancelled) job_cancelled_ = true;
   if (ev.error.ok() && !ev.cancelled) state_->metrics.observe(ev.metrics);
   std::string chunk = job_->on_finished(ev.prompt, re);
   if (live && !chunk.empty()) write_chunk(std::move(chunk));
@@ -334,6 +341,7 @@ void HttpSession::on_job_done() {
     write_chunk(job_->stream_epilogue());
     out_ += "0\r\n\r\n";
     stream_ending_ = true;
+    handed_status_ = 200;
     do_write();
     return;
   }
@@ -341,6 +349,10 @@ void HttpSession::on_job_done() {
     auto e = status_error(*err);
     job_.reset();
     return send(error_reply(e));
+  }
+  if (job_cancelled_ && state_->cancelled_on_stop.load()) {  // cut short by the shutdown (README: 503)
+    job_.reset();
+    return send(error_reply(ApiError{503, "the server is shutting down", "server_error", {}, {}}));
   }
   Reply r{200, dump_json(job_->response()), "application/json", {}};
   job_.reset();
@@ -370,7 +382,10 @@ void HttpSession::do_write() {
   out_.clear();
   asio::async_write(stream_, asio::buffer(sending_), [self = shared_from_this()](beast::error_code ec, size_t) {
     self->writing_ = false;
-    if (ec) return self->client_gone();
+    if (ec) {
+      self->write_failed_ = true;
+      return self->client_gone();
+    }
     self->do_write();
   });
 }
@@ -412,7 +427,8 @@ void HttpSession::client_gone() {
 }
 
 void HttpSession::close() {
-  end_log(499);  // a request whose response was not (fully) sent
+  // 499: a request whose response was not (fully) handed to the client.
+  end_log(handed_status_ != 0 && !write_failed_ && (out_.empty() || !stream_ending_) ? handed_status_ : 499);
   closed_ = true;
   beast::error_code ec;
   stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);

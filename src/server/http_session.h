@@ -101,6 +101,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   RequestLogRecord log_;  // the current request's log line (its request_id also answers X-Request-Id)
   std::chrono::steady_clock::time_point log_start_;
   bool log_open_ = false;  // begin_log() ran and end_log() has not
+  // The status of a response whose last byte has been handed to the socket
+  // (0: not yet), and whether a write failed: close() logs a response the
+  // client was fully given with its status even when the client's close is
+  // seen before the write's completion handler runs.
+  int handed_status_ = 0;
+  bool write_failed_ = false;
+  bool job_cancelled_ = false;  // a choice of the current job ended cancelled
 
   std::mutex events_mu_;             // guards events_ and drain_posted_ (engine thread vs strand)
   std::vector<EngineEvent> events_;  // engine events not yet handled on the strand

@@ -12,13 +12,8 @@
 set -euo pipefail
 BIN=$(readlink -f "$1")
 MPIEXEC=$2
-MODEL=$3
-if [ -n "${TESSERA_SHARED_DIR:-}" ]; then MODEL=$TESSERA_SHARED_DIR/models/stories260K.gguf; fi
-if [ ! -f "$MODEL" ]; then
-  if [ "${TESSERA_SKIP_MISSING_DATA:-}" = 1 ]; then echo "skipped: test data not found: $MODEL"; exit 77; fi
-  echo "test data not found: $MODEL (put the shared data at ../shared or set TESSERA_SHARED_DIR)" >&2
-  exit 1
-fi
+. "$(dirname "$0")/stories_model.sh"
+stories_model "$3"
 MODEL=$(readlink -f "$MODEL")
 ID=$$
 NS_A=tsr_a_$ID NS_B=tsr_b_$ID

@@ -11,13 +11,8 @@
 set -euo pipefail
 BIN=$1
 MPIEXEC=$2
-MODEL=$3
-if [ -n "${TESSERA_SHARED_DIR:-}" ]; then MODEL=$TESSERA_SHARED_DIR/models/stories260K.gguf; fi
-if [ ! -f "$MODEL" ]; then
-  if [ "${TESSERA_SKIP_MISSING_DATA:-}" = 1 ]; then echo "skipped: test data not found: $MODEL"; exit 77; fi
-  echo "test data not found: $MODEL (put the shared data at ../shared or set TESSERA_SHARED_DIR)" >&2
-  exit 1
-fi
+. "$(dirname "$0")/stories_model.sh"
+stories_model "$3"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPI=("$MPIEXEC" --oversubscribe -q)
 WORK=$(mktemp -d)
@@ -102,6 +97,22 @@ if [ "$rc" -ne 0 ] && [ "$errors" -eq 1 ] && grep -q "^tessera: error: rank 1: .
   ok "missing model on rank 1: exit $rc, one line: $(grep '^tessera: error' <<<"$out")"
 else
   fail "missing model on rank 1: exit $rc, output: $out"
+fi
+
+# 4. Ranks given different models (rank 1's is a Hugging Face fixture of another shape): one line, no hang.
+OTHER=$(dirname "$(dirname "$MODEL")")/fixtures/hf/llama_gqa
+if [ -d "$OTHER" ]; then
+  set +e
+  out=$(timeout 60 "${MPI[@]}" -np 1 "$BIN" run -m "$MODEL" -p hi -n 2 --tensor-parallel-size 2 : \
+    -np 1 "$BIN" run -m "$OTHER" -p hi -n 2 --tensor-parallel-size 2 2>&1)
+  rc=$?
+  set -e
+  errors=$(grep -c '^tessera: error' <<<"$out" || true)
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$errors" -eq 1 ] && grep -q "^tessera: error: rank 1: .*is not rank 0's model" <<<"$out"; then
+    ok "different models on the ranks: exit $rc, one line: $(grep '^tessera: error' <<<"$out")"
+  else
+    fail "different models on the ranks: exit $rc (124: hung), output: $out"
+  fi
 fi
 
 [ "$FAILURES" -eq 0 ] || { echo "$FAILURES failure(s)"; exit 1; }

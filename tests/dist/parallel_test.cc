@@ -21,6 +21,7 @@
 #include "dist/mpi_runtime.h"
 #include "engine/engine_core.h"
 #include "engine/model_executor.h"
+#include "engine/run_all.h"
 #include "model/shard.h"
 #include "test_support.h"
 
@@ -121,33 +122,8 @@ TEST(Parallel, ShapesThatDoNotSplitAreOneClearError) {
   }
 }
 
-struct Job {
-  std::vector<int32_t> prompt;
-  GenerationOptions options;
-};
-
-std::vector<std::vector<int32_t>> run_all(const Model& m, const std::vector<Job>& jobs, const EngineConfig& cfg,
-                                          EngineMetrics* metrics) {
-  auto engine = EngineCore::create(m, cfg);
-  EXPECT_TRUE(engine.ok()) << engine.status().to_string();
-  if (!engine.ok()) return {};
-  std::vector<std::vector<int32_t>> out(jobs.size());
-  std::map<uint64_t, size_t> index;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    auto id = (*engine)->submit(jobs[i].prompt, jobs[i].options, [&out, &index](const RequestEvent& ev) {
-      if (ev.request_finished) {
-        EXPECT_TRUE(ev.error.ok()) << ev.error.to_string();
-        out[index.at(ev.request_id)] = (*ev.results)[0].tokens;
-      }
-    });
-    EXPECT_TRUE(id.ok()) << id.status().to_string();
-    index[*id] = i;
-  }
-  (*engine)->run_until_idle();
-  *metrics = (*engine)->metrics();
-  EXPECT_EQ(metrics->kv_blocks_used, 0);
-  return out;
-}
+using Job = testing::EngineJob;
+using testing::run_all;
 
 TEST(Parallel, TokensMatchOneRankUnderBatchingPreemptionAndCaching) {
   if (g_world == 1) GTEST_SKIP() << "run under mpirun -np 2 or 4 (ctest does)";

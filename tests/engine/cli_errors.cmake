@@ -67,3 +67,18 @@ expect_error_matching(2 "TESSERA_DECODE_STREAMS=abc: expected 1, 2, 3 or 4" run 
 set(TESSERA ${CMAKE_COMMAND} -E env TESSERA_TILED_GEMM=off ${TESSERA_REAL})
 expect_error_matching(2 "TESSERA_TILED_GEMM=off: expected 0 or 1" run -m ${STORIES} -p hi)
 set(TESSERA ${TESSERA_REAL})
+# Parallel layout flags: usage errors, one line from rank 0 (here: the only process).
+expect_error_matching(2 "--pp-layer-split gives 2 stages' layers; --pipeline-parallel-size is 1"
+                      run -m ${STORIES} -p hi --pp-layer-split 4,1)
+expect_error_matching(2 "start it with mpirun -np 2" run -m ${STORIES} -p hi --tensor-parallel-size 2)
+expect_error_matching(2 "--pp-layer-split gives 1 stages' layers" inspect ${STORIES} --pipeline-parallel-size 2 --pp-layer-split 5)
+# quantize never overwrites its own input: the file is refused and left as it was.
+set(same ${CMAKE_CURRENT_BINARY_DIR}/cli_errors_quantize_same.gguf)
+file(COPY_FILE ${STORIES} ${same})
+file(SHA256 ${same} before)
+expect_error_matching(1 "is the input file" quantize ${same} ${same} q8_0)
+file(SHA256 ${same} after)
+if(NOT before STREQUAL after)
+  message(FATAL_ERROR "quantize IN IN changed its input")
+endif()
+file(REMOVE ${same})

@@ -6,15 +6,14 @@
 #include <map>
 
 #include "engine/engine_core.h"
+#include "engine/run_all.h"
 #include "test_support.h"
 
 namespace tessera {
 namespace {
 
-struct Job {
-  std::vector<int32_t> prompt;
-  GenerationOptions options;
-};
+using Job = testing::EngineJob;
+using testing::run_all;
 
 std::vector<Job> make_jobs(const Model& m) {
   const Tokenizer& tok = m.tokenizer();
@@ -43,29 +42,6 @@ std::vector<Job> make_jobs(const Model& m) {
     jobs.push_back(std::move(j));
   }
   return jobs;
-}
-
-// Runs all jobs at once; returns each job's tokens.
-std::vector<std::vector<int32_t>> run_all(const Model& m, const std::vector<Job>& jobs, EngineConfig cfg,
-                                          EngineMetrics* metrics = nullptr) {
-  auto engine = EngineCore::create(m, cfg);
-  EXPECT_TRUE(engine.ok()) << engine.status().to_string();
-  std::vector<std::vector<int32_t>> out(jobs.size());
-  std::map<uint64_t, size_t> index;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    auto id = (*engine)->submit(jobs[i].prompt, jobs[i].options, [&out, &index](const RequestEvent& ev) {
-      if (ev.request_finished) {
-        EXPECT_TRUE(ev.error.ok()) << ev.error.to_string();
-        out[index.at(ev.request_id)] = (*ev.results)[0].tokens;
-      }
-    });
-    EXPECT_TRUE(id.ok()) << id.status().to_string();
-    index[*id] = i;
-  }
-  (*engine)->run_until_idle();
-  if (metrics) *metrics = (*engine)->metrics();
-  EXPECT_EQ((*engine)->metrics().kv_blocks_used, 0);  // every block free or cached
-  return out;
 }
 
 class EngineOnStories : public ::testing::Test {

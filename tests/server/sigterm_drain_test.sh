@@ -118,13 +118,33 @@ done
   fail "drain: $complete of $N streams complete"
 grep -q "shutting down ($N requests running" "$LOG" && ok "drain: logged $N running requests" ||
   fail "drain: log: $(grep 'shutting down' "$LOG")"
+logged=$(grep -c '"POST /v1/completions" 200 ' "$LOG" || true)
+[ "$logged" = $N ] && ok "drain: the request log has $N lines with status 200 (none 499)" ||
+  fail "drain: $logged request-log lines with status 200 for $N delivered streams: $(grep -c '"POST /v1/completions" 499 ' "$LOG" || true) with 499"
 
 # 2. Shutdown timeout: the streams still running are cancelled with an error event.
 start_server 0.3 "$WORK/server2.log"
 start_streams $N
+# A non-streamed request queued behind them: cancelled by the shutdown, it is a 503 (not a cut 200).
+curl -sS --max-time 120 -o "$WORK/plain" -w '%{http_code}' -H 'Content-Type: application/json' \
+  -d '{"prompt":"Once upon a time","max_tokens":400,"ignore_eos":true}' "$URL/v1/completions" \
+  >"$WORK/plain.code" 2>/dev/null &
+PLAIN_PID=$!
+for _ in $(seq 500); do
+  in_engine=$(curl -sS --max-time 5 "$URL/metrics" |
+    awk '/^tessera_num_requests_(running|waiting) /{s += $2} END {print s + 0}')
+  [ "$in_engine" -ge $((N + 1)) ] && break
+  sleep 0.01
+done
 kill -TERM "$SERVER_PID"
 for pid in "${STREAM_PIDS[@]}"; do wait "$pid" || true; done
+wait "$PLAIN_PID" || true
 wait_server timeout
+if [ "$(cat "$WORK/plain.code")" = 503 ] && grep -q 'the server is shutting down' "$WORK/plain"; then
+  ok "timeout: the non-streamed request cancelled by the shutdown got 503"
+else
+  fail "timeout: non-streamed request cancelled by the shutdown: HTTP $(cat "$WORK/plain.code") $(head -c 200 "$WORK/plain")"
+fi
 cut=0
 for i in $(seq $N); do
   if grep -q '"error".*the server is shutting down' "$WORK/s$i" && tail -c 200 "$WORK/s$i" | grep -q 'data: \[DONE\]'; then
