@@ -119,15 +119,8 @@ Status parallel_setup(const EngineOptions& o) {
 
 Result<std::unique_ptr<Engine>> load_engine(const EngineOptions& o) {
   const ParallelOptions& p = o.parallel;
-  if (!p.pp_layer_split.empty() && static_cast<int>(p.pp_layer_split.size()) != p.pipeline_parallel_size) {
-    if (launched_rank() == 0) {
-      fmt::print(
-          stderr,
-          "tessera: error: --pp-layer-split gives {} stages' layers; --pipeline-parallel-size is {} (see --help)\n",
-          p.pp_layer_split.size(), p.pipeline_parallel_size);
-    }
-    std::exit(kExitUsage);
-  }
+  // Every rank sees the same flags; rank 0 prints the error.
+  if (int rc = check_parallel_flags(p, launched_rank() == 0); rc != 0) std::exit(rc);
   if (p.world_size() == 1 && launched_ranks() > 1 && launched_rank() == 0) {
     fmt::print(stderr,
                "tessera: warning: started as {} MPI ranks without --tensor-parallel-size / --pipeline-parallel-size: "
@@ -220,6 +213,16 @@ Result<uint64_t> kv_memory_bytes(const EngineFlags& f) {
   if (!r.ok()) return invalid_argument("--kv-cache-memory: " + r.status().message());
   if (*r == 0) return invalid_argument("--kv-cache-memory must be positive");
   return *r;
+}
+
+int check_parallel_flags(const ParallelOptions& p, bool print) {
+  if (p.pp_layer_split.empty() || static_cast<int>(p.pp_layer_split.size()) == p.pipeline_parallel_size) return 0;
+  if (print)
+    fmt::print(
+        stderr,
+        "tessera: error: --pp-layer-split gives {} stages' layers; --pipeline-parallel-size is {} (see --help)\n",
+        p.pp_layer_split.size(), p.pipeline_parallel_size);
+  return kExitUsage;
 }
 
 int check_plot_flag(const std::string& plot) {

@@ -79,6 +79,11 @@ Result<std::unique_ptr<Engine>> load_engine(const EngineOptions& options);
 Result<std::unique_ptr<Engine>> create_engine(const EngineFlags& engine, const SchedulerFlags& sched,
                                               int64_t ctx_size = 0);
 
+// 0, or prints the one-line usage error of --pp-layer-split entries that do not
+// match --pipeline-parallel-size and returns kExitUsage (load_engine, inspect);
+// `print` false: the code only (MPI ranks other than 0).
+int check_parallel_flags(const ParallelOptions& parallel, bool print = true);
+
 // Checks a --plot FILE before a run: 0, or prints the one-line error and
 // returns the exit code (kExitUsage for a name not ending in .svg/.html, 1
 // for a file that cannot be written).

@@ -25,14 +25,7 @@ Runner register_inspect(CLI::App& app) {
   sub->add_option("--pp-layer-split", parallel->pp_layer_split, "Layers per pipeline stage, e.g. 12,10")
       ->delimiter(',');
   return [path, parallel] {
-    if (!parallel->pp_layer_split.empty() &&
-        static_cast<int>(parallel->pp_layer_split.size()) != parallel->pipeline_parallel_size) {
-      fmt::print(
-          stderr,
-          "tessera: error: --pp-layer-split gives {} stages' layers; --pipeline-parallel-size is {} (see --help)\n",
-          parallel->pp_layer_split.size(), parallel->pipeline_parallel_size);
-      return kExitUsage;
-    }
+    if (int rc = check_parallel_flags(*parallel); rc != 0) return rc;
     auto report = tools::inspect(*path, *parallel);
     if (!report.ok()) return fail(report.status());
     fmt::print("{}", *report);

@@ -25,12 +25,7 @@ Transformer::~Transformer() = default;
 
 Result<std::unique_ptr<Transformer>> Transformer::create(const ModelConfig& config, const ModelWeights& weights,
                                                          Backend& backend, Communicator& comm) {
-  ShardPlan whole;
-  whole.layer_end = config.n_layers;
-  whole.n_heads = config.n_heads;
-  whole.n_kv_heads = config.n_kv_heads;
-  whole.n_ff = config.n_ff;
-  whole.n_vocab = whole.vocab_stride = config.n_vocab;
+  TESSERA_ASSIGN_OR_RETURN(ShardPlan whole, plan_shard(config, weights, ParallelLayout{}, 0));
   return create(config, weights, whole, backend, comm, comm);
 }
 
@@ -262,7 +257,8 @@ Status Transformer::compute_logits(int64_t n_logits, std::vector<float>& logits)
   // sit at gathered[r]; reassemble [n_logits, n_vocab] on the host.
   const int64_t stride = plan_.vocab_stride;
   TESSERA_RETURN_IF_ERROR(comm_.all_gather(backend_, logits_, n_logits * stride, gathered_));
-  std::vector<float> host(static_cast<size_t>(plan_.tp_size * n_logits * stride));
+  std::vector<float>& host = gathered_host_;
+  host.resize(static_cast<size_t>(plan_.tp_size * n_logits * stride));
   backend_.download(host.data(), gathered_, host.size() * sizeof(float));
   for (int r = 0; r < plan_.tp_size; ++r) {
     const int64_t begin = r * stride, rows = std::min(stride, vocab - begin);

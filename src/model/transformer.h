@@ -103,15 +103,16 @@ class Transformer {
   float* x_ = nullptr;   // [n_tokens, n_embd] residual stream
   float* xb_ = nullptr;  // [n_tokens, n_embd] normed input / projection output
   // Head and FFN counts are this rank's (plan_); n_vocab_l = plan_.vocab_stride.
-  float* q_ = nullptr;         // [n_tokens, n_heads * head_dim]
-  float* k_ = nullptr;         // [n_tokens, n_kv_heads * head_dim]
-  float* v_ = nullptr;         // [n_tokens, n_kv_heads * head_dim]
-  float* att_ = nullptr;       // [n_tokens, n_heads * head_dim]
-  float* gate_ = nullptr;      // [n_tokens, n_ff]
-  float* up_ = nullptr;        // [n_tokens, n_ff]
-  float* xl_ = nullptr;        // [n_logits, n_embd]
-  float* logits_ = nullptr;    // [n_logits, n_vocab_l] this rank's vocabulary rows
-  float* gathered_ = nullptr;  // [tp_size, n_logits, n_vocab_l] every rank's (tensor parallel only)
+  float* q_ = nullptr;                // [n_tokens, n_heads * head_dim]
+  float* k_ = nullptr;                // [n_tokens, n_kv_heads * head_dim]
+  float* v_ = nullptr;                // [n_tokens, n_kv_heads * head_dim]
+  float* att_ = nullptr;              // [n_tokens, n_heads * head_dim]
+  float* gate_ = nullptr;             // [n_tokens, n_ff]
+  float* up_ = nullptr;               // [n_tokens, n_ff]
+  float* xl_ = nullptr;               // [n_logits, n_embd]
+  float* logits_ = nullptr;           // [n_logits, n_vocab_l] this rank's vocabulary rows
+  float* gathered_ = nullptr;         // [tp_size, n_logits, n_vocab_l] every rank's (tensor parallel only)
+  std::vector<float> gathered_host_;  // host copy of gathered_, reassembled into the logits (reused per step)
 };
 
 }  // namespace tessera

@@ -12,7 +12,7 @@
 set -euo pipefail
 BIN=$(readlink -f "$1")
 MPIEXEC=$2
-. "$(dirname "$0")/stories_model.sh"
+. "$(dirname "$0")/../stories_model.sh"
 stories_model "$3"
 MODEL=$(readlink -f "$MODEL")
 ID=$$

@@ -11,7 +11,7 @@
 set -euo pipefail
 BIN=$1
 MPIEXEC=$2
-. "$(dirname "$0")/stories_model.sh"
+. "$(dirname "$0")/../stories_model.sh"
 stories_model "$3"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPI=("$MPIEXEC" --oversubscribe -q)

@@ -9,18 +9,8 @@
 set -euo pipefail
 
 BIN=$1
-MODEL=$2
-if [ -n "${TESSERA_SHARED_DIR:-}" ]; then MODEL=$TESSERA_SHARED_DIR/models/stories260K.gguf; fi
-if [ ! -f "$MODEL" ]; then
-  if [ "${TESSERA_SKIP_MISSING_DATA:-}" = 1 ]; then
-    echo "skipped: test data not found: $MODEL"
-    exit 77
-  fi
-  echo "test data not found: $MODEL" >&2
-  echo "Put the project's shared data folder at ../shared next to the repository, or set TESSERA_SHARED_DIR to it" \
-       "(TESSERA_SKIP_MISSING_DATA=1 skips these tests instead)." >&2
-  exit 1
-fi
+. "$(dirname "$0")/../stories_model.sh"
+stories_model "$2"
 if ! command -v curl >/dev/null; then
   echo "curl not found: install it (scripts/install-deps.sh installs it)" >&2
   exit 1

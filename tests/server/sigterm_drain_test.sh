@@ -13,16 +13,8 @@
 set -euo pipefail
 
 BIN=$1
-MODEL=$2
-if [ -n "${TESSERA_SHARED_DIR:-}" ]; then MODEL=$TESSERA_SHARED_DIR/models/stories260K.gguf; fi
-if [ ! -f "$MODEL" ]; then
-  if [ "${TESSERA_SKIP_MISSING_DATA:-}" = 1 ]; then
-    echo "skipped: test data not found: $MODEL"
-    exit 77
-  fi
-  echo "test data not found: $MODEL (set TESSERA_SHARED_DIR)" >&2
-  exit 1
-fi
+. "$(dirname "$0")/../stories_model.sh"
+stories_model "$2"
 command -v curl >/dev/null || { echo "curl not found" >&2; exit 1; }
 
 WORK=$(mktemp -d)
