@@ -100,8 +100,9 @@ Result<EngineOptions> engine_options(const EngineFlags& engine, const SchedulerF
 
 namespace {
 
-// A parallel run's setup: a usage error (bad layout flags, another number of
-// ranks than the flags need) is one line from rank 0 and exit 2 on every rank.
+// A parallel run's setup: a usage error (bad layout flags, ranks with
+// different flags, another number of ranks than the flags need) is one line
+// from rank 0 and exit 2 on every rank.
 Status parallel_setup(const EngineOptions& o) {
   const ParallelOptions& p = o.parallel;
   const int world = p.world_size();
@@ -111,7 +112,8 @@ Status parallel_setup(const EngineOptions& o) {
         "tessera ... ({} started)",
         p.tensor_parallel_size, p.pipeline_parallel_size, world, world, launched_ranks()));
   }
-  if (world > 1) TESSERA_RETURN_IF_ERROR(init_parallel(world));
+  if (launched_ranks() > 1 && parallel_available()) return join_parallel_launch(p);
+  if (world > 1) return init_parallel(world);
   return {};
 }
 
@@ -127,11 +129,11 @@ Result<std::unique_ptr<Engine>> load_engine(const EngineOptions& o) {
                "every rank runs the whole model on its own\n",
                launched_ranks());
   }
+  if (Status st = parallel_setup(o); !st.ok()) {
+    if (launched_rank() == 0) fmt::print(stderr, "tessera: error: {} (see --help)\n", st.message());
+    std::exit(st.code() == StatusCode::kInvalidArgument ? kExitUsage : 1);
+  }
   if (p.world_size() > 1) {
-    if (Status st = parallel_setup(o); !st.ok()) {
-      if (launched_rank() == 0) fmt::print(stderr, "tessera: error: {} (see --help)\n", st.message());
-      std::exit(st.code() == StatusCode::kInvalidArgument ? kExitUsage : 1);
-    }
     if (const int rank = parallel_rank(); rank != 0) {
       // A worker: rank 0 reports load and shard errors; this rank's own
       // failure during a step is its one line, and it ends every rank (the

@@ -36,6 +36,17 @@ int launched_rank();
 // before the first Engine. Errors: a build without MPI (kUnimplemented), a
 // launch with another number of ranks (kInvalidArgument, naming both).
 Status init_parallel(int world_size);
+// Joins the launch: under an MPI launcher with more than one rank
+// (launched_ranks() > 1), initialises MPI on every rank whatever its flags and
+// checks that every rank was given the same `layout` (sizes and
+// pp_layer_split), so that a rank started without the parallel flags (an MPMD
+// launch) is an error on every rank instead of one rank waiting for it. With
+// a layout of one rank on every rank, each rank then runs on its own. Without
+// a launcher, or in a build without MPI, does nothing. Errors
+// (kInvalidArgument): ranks with different layouts (naming the sizes seen), a
+// launch with another number of ranks than layout.world_size(); MPI failing to
+// start (kInternal).
+Status join_parallel_launch(const ParallelOptions& layout);
 // This process's rank (0 before init_parallel).
 int parallel_rank();
 // On ranks other than 0: loads `model_path` (empty: the path rank 0 sends)

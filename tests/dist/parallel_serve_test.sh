@@ -5,7 +5,9 @@
 #     run within 20 s with a non-zero exit, and every client's stream ends
 #     (no stall) without `data: [DONE]`;
 #  3. a model file missing on one rank (an MPMD launch, as on a host without
-#     the file) is one error line from rank 0 and a non-zero exit.
+#     the file) is one error line from rank 0 and a non-zero exit;
+#  4. ranks given different models: one line, no hang;
+#  5. a rank started without the parallel flags (MPMD): one line, exit 2, no hang.
 # Run by ctest: parallel_serve_test.sh TESSERA_BIN MPIEXEC MODEL. Exit 77 = skipped (no model and
 # TESSERA_SKIP_MISSING_DATA=1).
 set -euo pipefail
@@ -113,6 +115,19 @@ if [ -d "$OTHER" ]; then
   else
     fail "different models on the ranks: exit $rc (124: hung), output: $out"
   fi
+fi
+
+# 5. A rank started without the parallel flags: every rank joins MPI and the layouts are compared.
+set +e
+out=$(timeout 60 "${MPI[@]}" -np 1 "$BIN" run -m "$MODEL" -p hi -n 2 --tensor-parallel-size 2 : \
+  -np 1 "$BIN" run -m "$MODEL" -p hi -n 2 2>&1)
+rc=$?
+set -e
+errors=$(grep -c '^tessera: error' <<<"$out" || true)
+if [ "$rc" -eq 2 ] && [ "$errors" -eq 1 ] && grep -q "^tessera: error: the ranks were started with different parallel flags" <<<"$out"; then
+  ok "a rank without the parallel flags: exit $rc, one line: $(grep '^tessera: error' <<<"$out")"
+else
+  fail "a rank without the parallel flags: exit $rc (124: hung), output: $out"
 fi
 
 [ "$FAILURES" -eq 0 ] || { echo "$FAILURES failure(s)"; exit 1; }
