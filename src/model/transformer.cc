@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "model/micro_batch.h"
+
 namespace tessera {
 
 struct Transformer::Layer {
@@ -217,6 +219,23 @@ Status Transformer::mlp_block(int layer, int32_t n) {
 
 Status Transformer::forward(const ForwardBatch& b, KvCache& kv, std::vector<float>& logits) {
   TESSERA_RETURN_IF_ERROR(validate(b, kv));
+  if (plan_.pp_size == 1 || !std::is_sorted(b.logits_rows.begin(), b.logits_rows.end())) {
+    return forward_stage(b, kv, logits);
+  }
+  const auto ranges = micro_batch_ranges(b.n_tokens(), plan_.pp_size, micro_batch_min_rows());
+  if (ranges.size() == 1) return forward_stage(b, kv, logits);
+  // Pipeline micro-batches (micro_batch.h): this stage runs them in order,
+  // passing each on as soon as it is done; the last stage's logits rows come
+  // out in b's order.
+  logits.clear();
+  for (const auto& [begin, end] : ranges) {
+    TESSERA_RETURN_IF_ERROR(forward_stage(slice_batch(b, begin, end), kv, micro_logits_));
+    logits.insert(logits.end(), micro_logits_.begin(), micro_logits_.end());
+  }
+  return {};
+}
+
+Status Transformer::forward_stage(const ForwardBatch& b, KvCache& kv, std::vector<float>& logits) {
   const int32_t n = b.n_tokens();
   const auto n_logits = static_cast<int64_t>(b.logits_rows.size());
   TESSERA_RETURN_IF_ERROR(reserve_activations(n, n_logits));

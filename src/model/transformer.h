@@ -56,7 +56,9 @@ class Transformer {
   // Under pipeline parallelism a stage other than the first receives its
   // input activations from the previous stage, one other than the last
   // sends them on and returns no logits (`logits` cleared); every rank of
-  // the last stage returns the whole logits rows.
+  // the last stage returns the whole logits rows. With more than one stage
+  // a large batch runs as pipeline micro-batches (model/micro_batch.h), the
+  // same on every rank.
   Status forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits);
 
   // Checks a batch against this model and `kv` without running it.
@@ -74,6 +76,8 @@ class Transformer {
   struct Layer;
   Transformer(const ModelConfig& config, const ShardPlan& plan, Backend& backend, Communicator& tp,
               Communicator& world);
+  // forward() on one (micro-)batch, already validated.
+  Status forward_stage(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits);
   // The logits rows of this step from the (vocabulary-split) output head.
   Status compute_logits(int64_t n_logits, std::vector<float>& logits);
   Status reserve_activations(int64_t n_tokens, int64_t n_logits);
@@ -100,8 +104,9 @@ class Transformer {
   // Activations: one device buffer, regions assigned per step by
   // reserve_activations (device pointers into act_).
   std::unique_ptr<DeviceBuffer> act_;
-  float* x_ = nullptr;   // [n_tokens, n_embd] residual stream
-  float* xb_ = nullptr;  // [n_tokens, n_embd] normed input / projection output
+  std::vector<float> micro_logits_;  // [micro-batch logits rows, n_vocab] host, one micro-batch's
+  float* x_ = nullptr;               // [n_tokens, n_embd] residual stream
+  float* xb_ = nullptr;              // [n_tokens, n_embd] normed input / projection output
   // Head and FFN counts are this rank's (plan_); n_vocab_l = plan_.vocab_stride.
   float* q_ = nullptr;                // [n_tokens, n_heads * head_dim]
   float* k_ = nullptr;                // [n_tokens, n_kv_heads * head_dim]

@@ -22,6 +22,7 @@
 #include "engine/engine_core.h"
 #include "engine/model_executor.h"
 #include "engine/run_all.h"
+#include "model/micro_batch.h"
 #include "model/shard.h"
 #include "test_support.h"
 
@@ -49,7 +50,7 @@ std::vector<float> prompt_logits(const Model& m, const ParallelLayout& layout, c
   ExecutorConfig cfg;
   cfg.backend.threads = 1;
   cfg.kv_dtype = KvDtype::kF32;
-  cfg.ctx_size = 64;
+  cfg.ctx_size = 256;
   cfg.parallel = layout;
   auto e = ModelExecutor::create(m, cfg);
   EXPECT_TRUE(e.ok()) << e.status().to_string();
@@ -94,6 +95,21 @@ TEST(Parallel, LogitsMatchOneRankOnStoriesAndHfFixtures) {
       expect_close(want, prompt_logits(**m, l, prompt), path + " " + name(l));
     }
   }
+}
+
+// A prompt long enough to run as pipeline micro-batches under P > 1
+// (model/micro_batch.h: 150 rows are 4 micro-batches), sequences cut across
+// them included.
+TEST(Parallel, LongPromptLogitsMatchOneRankThroughPipelineMicroBatches) {
+  if (g_world == 1) GTEST_SKIP() << "run under mpirun -np 2 or 4 (ctest does)";
+  TESSERA_REQUIRE_SHARED_FILE(path, "models/stories260K.gguf");
+  auto m = Model::load(path);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 150; ++i) prompt.push_back((i * 37 + 11) % (*m)->config().n_vocab);
+  ASSERT_GT(micro_batch_ranges(150, 2, micro_batch_min_rows()).size(), 1u);
+  const std::vector<float> want = prompt_logits(**m, {}, prompt);
+  for (const ParallelLayout& l : layouts()) expect_close(want, prompt_logits(**m, l, prompt), "stories " + name(l));
 }
 
 TEST(Parallel, ShapesThatDoNotSplitAreOneClearError) {

@@ -5,8 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kv/block_table.h"
 #include "core/cpu_features.h"
+#include "kv/block_table.h"
+#include "model/micro_batch.h"
 #include "model_test_util.h"
 #include "test_support.h"
 
@@ -124,6 +125,86 @@ void check_mixed_prefill_and_decode(const Model& m) {
   ASSERT_TRUE(h.gen->transformer().forward(mixed, h.gen->kv(), logits).ok());
   EXPECT_LE(rel_diff(&logits[0], a_alone->data(), nv), 1e-5);
   EXPECT_LE(rel_diff(&logits[9 * nv], b_alone->data(), nv), 1e-5);
+}
+
+// A batch run as pipeline micro-batches, one after the other (as a stage runs
+// them, model/micro_batch.h), equals the whole batch, including the
+// sequences cut across micro-batches.
+void check_micro_batches_equal_whole(const Model& m) {
+  const std::vector<int> lens = {1, 7, 23, 40};
+  const auto nv = static_cast<size_t>(m.config().n_vocab);
+  std::vector<float> whole, parts;
+  for (const bool split : {false, true}) {
+    Harness h(m);
+    std::vector<BlockTable> tables;
+    ForwardBatch b;
+    for (size_t s = 0; s < lens.size(); ++s) {
+      tables.emplace_back(h.gen->kv_spec().block_size);
+      ASSERT_TRUE(tables.back().reserve(lens[s], h.gen->block_pool()).ok());
+    }
+    for (size_t s = 0; s < lens.size(); ++s) {
+      // Logits of every row of the odd sequences, of the last row of the others.
+      b.append(tokens_for(static_cast<int>(s), lens[s], m.config().n_vocab), 0, lens[s], tables[s],
+               s % 2 == 1 ? ForwardBatch::Logits::kAll : ForwardBatch::Logits::kLast);
+    }
+    std::vector<float> logits;
+    if (!split) {
+      ASSERT_TRUE(h.gen->transformer().forward(b, h.gen->kv(), whole).ok());
+      continue;
+    }
+    const auto ranges = micro_batch_ranges(b.n_tokens(), 2, 8);
+    ASSERT_EQ(ranges.size(), 8u);  // 71 rows: 8 ranges of 8 or 9 rows
+    for (const auto& [begin, end] : ranges) {
+      ASSERT_TRUE(h.gen->transformer().forward(slice_batch(b, begin, end), h.gen->kv(), logits).ok());
+      parts.insert(parts.end(), logits.begin(), logits.end());
+    }
+  }
+  ASSERT_EQ(parts.size(), whole.size());
+  ASSERT_EQ(whole.size(), (1 + 7 + 1 + 40) * nv);
+  for (size_t row = 0; row < whole.size() / nv; ++row) {
+    const float* got = &parts[row * nv];
+    const float* want = &whole[row * nv];
+    EXPECT_LE(rel_diff(got, want, nv), 1e-6) << "logits row " << row;
+    EXPECT_EQ(std::max_element(got, got + nv) - got, std::max_element(want, want + nv) - want);
+  }
+}
+
+TEST(MicroBatch, RangesCutOnlyLargeBatchesOfSeveralStages) {
+  using R = std::vector<std::pair<int32_t, int32_t>>;
+  EXPECT_EQ(micro_batch_ranges(500, 1, 32), (R{{0, 500}}));  // one stage: never cut
+  EXPECT_EQ(micro_batch_ranges(63, 2, 32), (R{{0, 63}}));    // below 2 x min rows
+  EXPECT_EQ(micro_batch_ranges(100, 2, 32), (R{{0, 34}, {34, 67}, {67, 100}}));
+  EXPECT_EQ(micro_batch_ranges(1000, 2, 32).size(), 8u);  // at most 4 per stage
+  EXPECT_EQ(micro_batch_ranges(1000, 2, 0), (R{{0, 1000}}));
+  EXPECT_EQ(micro_batch_ranges(0, 2, 32), (R{{0, 0}}));
+}
+
+TEST(MicroBatch, SliceKeepsEachRowsSequenceSlotsAndLogits) {
+  BlockTable ta(16), tb(16);
+  ta.append(3);
+  tb.append(5);
+  const std::vector<int32_t> a = {10, 11, 12, 13, 14}, b = {20, 21, 22};
+  ForwardBatch fb;
+  fb.append(a, 0, 5, ta, ForwardBatch::Logits::kAll);
+  fb.append(b, 0, 3, tb, ForwardBatch::Logits::kLast);
+  const ForwardBatch s = slice_batch(fb, 3, 7);  // a's rows 3..4, b's rows 0..1
+  EXPECT_EQ(s.token_ids, (std::vector<int32_t>{13, 14, 20, 21}));
+  EXPECT_EQ(s.positions, (std::vector<int32_t>{3, 4, 0, 1}));
+  EXPECT_EQ(s.slot_mapping, (std::vector<int64_t>{3 * 16 + 3, 3 * 16 + 4, 5 * 16, 5 * 16 + 1}));
+  ASSERT_EQ(s.seqs.size(), 2u);
+  EXPECT_EQ(s.seqs[0].token_begin, 0);
+  EXPECT_EQ(s.seqs[0].n_tokens, 2);
+  EXPECT_EQ(s.seqs[1].token_begin, 2);
+  EXPECT_EQ(s.seqs[1].n_tokens, 2);
+  EXPECT_EQ(s.seqs[1].block_table.data(), tb.blocks().data());
+  EXPECT_EQ(s.logits_rows, (std::vector<int32_t>{0, 1}));  // a's rows 3, 4; b's last row (7) is not in it
+}
+
+TEST(MicroBatch, StoriesMicroBatchesEqualTheWholeBatch) {
+  TESSERA_REQUIRE_SHARED_FILE(path, "models/stories260K.gguf");
+  auto m = Model::load(path);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  check_micro_batches_equal_whole(**m);
 }
 
 RandomModelShape shape(const char* name, int heads, int kv_heads) {
