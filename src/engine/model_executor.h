@@ -15,8 +15,8 @@
 // Destroying rank 0's executor ends the session; dist::finalize() on rank 0
 // tells the workers to exit.
 //
-// Pipeline stages run one step at a time here (a stage idles while the others
-// compute); micro-batches in flight are future work (docs/parallelism.md).
+// A large step runs as pipeline micro-batches (model/micro_batch.h), so the
+// stages compute at once; steps in flight are future work (docs/parallelism.md).
 #pragma once
 
 #include <memory>
