@@ -134,7 +134,7 @@ void check_request(const ParsedRequest& r, tessera::server::Endpoint endpoint, c
     for (int32_t id : p) check(id >= 0 && id < ctx.n_vocab, "prompt ids are in the vocabulary");
     longest = std::max(longest, p.size());
   }
-  check(in(s.temperature, 0, 1e30), "temperature in [0, 1e30]");
+  check(in(s.temperature, 0, static_cast<double>(1e30f)), "temperature in [0, 1e30]");
   check(in(s.top_p, 0, 1) && s.top_p > 0, "top_p in (0, 1]");
   check(s.top_k >= 0, "top_k >= 0");
   check(in(s.min_p, 0, 1), "min_p in [0, 1]");
