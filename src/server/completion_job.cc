@@ -4,13 +4,6 @@ namespace tessera::server {
 
 using Json = nlohmann::ordered_json;
 
-std::string dump_json(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-std::string dump_json(const Json& j) {
-  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
 std::string sse_event(const nlohmann::json& j) {
   return "data: " + dump_json(j) + "\n\n";
 }

@@ -14,6 +14,7 @@
 
 #include "server/openai_protocol.h"
 #include "server/prompt_scores.h"
+#include "server/reply.h"
 #include "server/request_log.h"
 #include "tessera/engine.h"
 
@@ -92,8 +93,5 @@ class CompletionJob {
 // `data: <json>\n\n`.
 std::string sse_event(const nlohmann::json& j);
 std::string sse_event(const nlohmann::ordered_json& j);
-// Dumps JSON replacing invalid UTF-8 (generated text may hold any bytes).
-std::string dump_json(const nlohmann::json& j);
-std::string dump_json(const nlohmann::ordered_json& j);
 
 }  // namespace tessera::server

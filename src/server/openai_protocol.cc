@@ -57,7 +57,8 @@ class FieldReader {
     if (!v) return;
     if (!v->is_number()) return fail(std::string(key) + " must be a number", key);
     const double d = v->get<double>();
-    if (!std::isfinite(d) || d < lo || d > hi || (lo_open && d == lo)) {
+    // lo_open: the value as stored (float) must differ from lo too (1e-50 is 0 as a float).
+    if (!std::isfinite(d) || d < lo || d > hi || (lo_open && static_cast<float>(d) == static_cast<float>(lo))) {
       return fail(std::string(key) + " must be in " + (lo_open ? "(" : "[") + Json(lo).dump() + ", " + Json(hi).dump() +
                       "], got " + v->dump(),
                   key);

@@ -2,6 +2,7 @@
 // a request leaves out, and a field the request sets always wins.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <variant>
 
 #include "server/openai_protocol.h"
@@ -79,6 +80,21 @@ TEST(RequestDefaults, TopPZeroDefaultIsGreedy) {
   const ParsedRequest r = parse(R"({"prompt": [1, 2, 3]})", Endpoint::kCompletions, ctx);
   EXPECT_EQ(r.options.sampling.temperature, 0.0f);
   EXPECT_EQ(r.options.sampling.top_p, 1.0f);
+}
+
+// An open lower bound holds for the value as stored: 1e-50 is 0 as a float,
+// so typical_p / repetition_penalty 1e-50 are 400s naming the field.
+TEST(RequestDefaults, OpenLowerBoundChecksTheStoredFloat) {
+  const ProtocolContext ctx = context();
+  for (const char* key : {"typical_p", "repetition_penalty"}) {
+    auto r =
+        parse_request(std::string(R"({"prompt": [1, 2, 3], ")") + key + R"(": 1e-50})", Endpoint::kCompletions, ctx);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(r)) << key;
+    EXPECT_EQ(std::get<ApiError>(r).status, 400);
+    EXPECT_EQ(std::get<ApiError>(r).param, key);
+  }
+  const ParsedRequest ok = parse(R"({"prompt": [1, 2, 3], "typical_p": 1e-30})", Endpoint::kCompletions, ctx);
+  EXPECT_EQ(ok.options.sampling.typical_p, 1e-30f);
 }
 
 }  // namespace
