@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -30,14 +31,31 @@ namespace {
 
 // The kernel table under test: the best ISA, or TESSERA_ISA's (the library
 // reads no environment; this benchmark does, as the CLI does).
+// TESSERA_BENCH_TILE=RxT (this benchmark only) replaces the quantized
+// prefill tile shape of Q8_0, Q4_0 and Q4_K (R <= quant_rows, T <=
+// quant_tokens), to compare shapes in one binary.
 const Kernels& bench_kernels() {
-  static const Kernels& k = [&]() -> const Kernels& {
+  static const Kernels& base = [&]() -> const Kernels& {
     const char* env = std::getenv("TESSERA_ISA");
     auto isa = env != nullptr ? isa_from_name(env) : std::nullopt;
     for (Isa s : supported_isas()) {
       if (isa && s == *isa) return kernels_for(s);
     }
     return cpu::kernels();
+  }();
+  static GemmKernels gemm{};
+  static const Kernels k = [&] {
+    Kernels out = base;
+    const char* tile = std::getenv("TESSERA_BENCH_TILE");
+    int r = 0, t = 0;
+    if (out.gemm != nullptr && tile != nullptr && std::sscanf(tile, "%dx%d", &r, &t) == 2 && r >= 1 &&
+        r <= out.gemm->quant_rows && t >= 1 && t <= out.gemm->quant_tokens) {
+      gemm = *out.gemm;
+      gemm.q8_0_rows = gemm.q4_0_rows = gemm.q4_k_rows = r;
+      gemm.q8_0_tokens = gemm.q4_0_tokens = gemm.q4_k_tokens = t;
+      out.gemm = &gemm;
+    }
+    return out;
   }();
   return k;
 }

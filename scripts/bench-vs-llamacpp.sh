@@ -16,7 +16,10 @@
 #
 # Notes: tessera's decode figure is at a context of ~P tokens (it decodes
 # after the prompt), llama-bench's `-p 0 -n N` from an empty context; both
-# are the best of one run per round. Exit status: 2 for a usage error, 1
+# are the best of one run per round. On a machine shared with other work, set
+# OMP_WAIT_POLICY=passive: llama.cpp's OpenMP threads otherwise spin at
+# barriers and, preempted, collapse (measured here under a load of 6-9 on 2
+# cores: b4748 Q4_0 decode 0.5-1.4 tokens/s spinning, 6.1 passive). Exit status: 2 for a usage error, 1
 # when a file is missing or an engine fails or prints something unexpected.
 set -euo pipefail
 
@@ -80,8 +83,10 @@ run_llama() {  # model prompt decode
   local out
   out=$("$llama" -m "$1" -t "$threads" -p "$2" -n "$3" -r 1 -o csv 2>/dev/null) ||
     die "llama-bench failed on $1 (-p $2 -n $3)"
-  awk -F'","' 'NR == 1 { gsub(/^"|"$/, ""); for (i = 1; i <= NF; ++i) if ($i == "avg_ts") col = i; next }
-       col && NF >= col { gsub(/^"|"$/, ""); v = $col } END { if (v == "" || v !~ /^[0-9.]+$/) exit 1; print v }' \
+  # The header line is unquoted (b4748) or quoted, the values quoted ("a","b",...).
+  awk 'NR == 1 { gsub(/"/, ""); n = split($0, h, ","); for (i = 1; i <= n; ++i) if (h[i] == "avg_ts") col = i; next }
+       col { line = $0; gsub(/^"|"$/, "", line); n = split(line, f, "\",\""); if (n >= col) v = f[col] }
+       END { if (v == "" || v !~ /^[0-9.]+$/) exit 1; print v }' \
     <<<"$out" || die "could not read llama-bench's output for $1 (no avg_ts column: is $llama a llama-bench?)"
 }
 

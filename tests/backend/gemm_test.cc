@@ -188,6 +188,10 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
     SCOPED_TRACE(isa_label(isa));
     ASSERT_TRUE(g->q4_k_rows >= 1 && g->q4_k_rows <= g->quant_rows);
     ASSERT_TRUE(g->q4_k_tokens >= 1 && g->q4_k_tokens <= g->quant_tokens);
+    ASSERT_TRUE(g->q8_0_rows >= 1 && g->q8_0_rows <= g->quant_rows);
+    ASSERT_TRUE(g->q8_0_tokens >= 1 && g->q8_0_tokens <= g->quant_tokens);
+    ASSERT_TRUE(g->q4_0_rows >= 1 && g->q4_0_rows <= g->quant_rows);
+    ASSERT_TRUE(g->q4_0_tokens >= 1 && g->q4_0_tokens <= g->quant_tokens);
     uint32_t seed = 7;
     for (DType t : kTypes) {
       if (!has_tile(*g, t)) continue;  // that type uses the dot products on this ISA

@@ -81,11 +81,13 @@ struct GemmKernels {
   // is allowed and gives bit-identical elements).
   int quant_rows, quant_tokens;
   int float_rows, float_tokens;
-  // Q4_K's prefill tile, at most quant_rows × quant_tokens (it keeps two
-  // integer sums per element, so a smaller tile may fit the registers
-  // better); decode takes Q4_K tiles of up to quant_rows rows as for the
-  // other quantized types.
+  // The prefill tile (more than one token) of each quantized type, at most
+  // quant_rows × quant_tokens: the shape whose integer sums, unpacked
+  // weights and activations fit the registers (Q4_K keeps two sums per
+  // element). Decode takes tiles of up to quant_rows rows of one token.
   int q4_k_rows, q4_k_tokens;
+  int q8_0_rows, q8_0_tokens;
+  int q4_0_rows, q4_0_tokens;
 
   // x[n] f32 -> out[packed_q8x16_row_bytes(n)], 64-byte aligned; n % 32 == 0;
   // offset: kQ8Offset for Q8_0 weights, kQ4Offset for Q4_0.

@@ -48,6 +48,11 @@ namespace {
 // Tile shapes measured on Zen 3 (bench/kernels_bench.cc, docs/quantization.md).
 constexpr int kQuantRows = 4;
 constexpr int kQuantTokens = 4;
+// Prefill tiles (registers counted at AccMem).
+constexpr int kQ4Rows = 2;
+constexpr int kQ4Tokens = 4;
+constexpr int kQ8Rows = 2;
+constexpr int kQ8Tokens = 4;
 constexpr int kQ4KRows = 2;  // Q4_K prefill: two s16 sums per element
 constexpr int kQ4KTokens = 3;
 // 12 accumulators, 3 weight vectors and the x vector fill the 16 ymm
@@ -65,6 +70,14 @@ TESSERA_INLINE __m256i load256(const void* p) {
 }
 TESSERA_INLINE __m256i load256_aligned(const void* p) {
   return _mm256_load_si256(static_cast<const __m256i*>(p));
+}
+
+// An empty asm that takes v in a register: a barrier to GCC's
+// reassociation, which otherwise turns a fully unrolled chain of integer
+// adds into a tree whose leaves (all products of a half-group) are live at
+// once and spill.
+TESSERA_INLINE void pin(__m256i& v) {
+  asm("" : "+x"(v));
 }
 
 // Eight f16 scales from p, widened.
@@ -115,6 +128,40 @@ TESSERA_INLINE __m256 apply_scales(__m256i isum, __m256 d_w, const float* d_x, _
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d_w, _mm256_load_ps(d_x)), acc);
 }
 
+// The f32 accumulators of an R × T tile, kept in memory: each is read and
+// written once per half-group, while the inner loop over the quant words
+// needs the 16 ymm registers for the integer sums, the unpacked weights and
+// the activations (Q4_0 2 × 4: 8 sums, 4 nibble vectors, 2 activation
+// vectors, the mask). Left to itself GCC keeps these accumulators in
+// registers and spills the integer sums inside the inner loop instead
+// (4 × 4: 287 stack accesses per call); fence() after each group keeps
+// them in memory. The float steps per element are unchanged.
+template <int R, int T>
+struct AccMem {
+  alignas(32) float v[R][T][8];
+  TESSERA_INLINE void zero() {
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) _mm256_store_ps(v[r][t], _mm256_setzero_ps());
+    }
+  }
+  // acc[r][t] = apply_scales(isum, d_w, d_x, acc[r][t]).
+  TESSERA_INLINE void update(int r, int t, __m256i isum, __m256 d_w, const float* d_x) {
+    _mm256_store_ps(v[r][t], apply_scales(isum, d_w, d_x, _mm256_load_ps(v[r][t])));
+  }
+  // acc[r][t] = a * b + acc[r][t].
+  TESSERA_INLINE void fma(int r, int t, __m256 a, __m256 b) {
+    _mm256_store_ps(v[r][t], _mm256_fmadd_ps(a, b, _mm256_load_ps(v[r][t])));
+  }
+  TESSERA_INLINE void fence() {
+    asm volatile("" : : "r"(&v[0][0][0]) : "memory");
+  }
+  TESSERA_INLINE float sum(int r, int t) const {
+    return hsum(_mm256_load_ps(v[r][t]));
+  }
+};
+
 // Q4_0: the nibbles are u = w + 8 (low nibble of byte j: element j, high:
 // element 16 + j); the seed offset_sum (packed with kQ4Offset) cancels
 // 8 * sum(x).
@@ -127,35 +174,39 @@ struct Q4Rows {
   static void expand(const uint8_t* src, int blocks, uint8_t* dst) { expand_x16_group<4>(src, blocks, dst); }
 
   template <int R, int T>
-  TESSERA_INLINE static void half(const uint8_t* const* wg, const Act* const* xg, int h, __m256 (&acc)[R][T]) {
+  TESSERA_INLINE static void half(const uint8_t* const* wg, const Act* const* xg, int h, AccMem<R, T>& acc) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m256i s[R][T];
-    for (int r = 0; r < R; ++r) {
-      for (int t = 0; t < T; ++t) s[r][t] = _mm256_setzero_si256();
-    }
+#pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       __m256i lo[R], hi[R];
+#pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         const __m256i v = load256(wg[r] + kScaleBytes16 + kWordStride * k + 32 * h);
         lo[r] = _mm256_and_si256(v, m4);
         hi[r] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
       }
+#pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const __m256i xa = load256_aligned(xg[t]->q[k] + 32 * h);
         const __m256i xb = load256_aligned(xg[t]->q[k + 4] + 32 * h);
+#pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
-          s[r][t] = _mm256_add_epi16(
-              s[r][t], _mm256_add_epi16(_mm256_maddubs_epi16(lo[r], xa), _mm256_maddubs_epi16(hi[r], xb)));
+          const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo[r], xa), _mm256_maddubs_epi16(hi[r], xb));
+          s[r][t] = k == 0 ? p : _mm256_add_epi16(s[r][t], p);
+          pin(s[r][t]);
         }
       }
     }
     const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __m256 d_w = load_scales8(wg[r] + 16 * h);
+#pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const __m256i isum =
             _mm256_add_epi32(_mm256_madd_epi16(s[r][t], ones), load256_aligned(xg[t]->offset_sum + 8 * h));
-        acc[r][t] = apply_scales(isum, d_w, xg[t]->d + 8 * h, acc[r][t]);
+        acc.update(r, t, isum, d_w, xg[t]->d + 8 * h);
       }
     }
   }
@@ -171,29 +222,33 @@ struct Q8Rows {
   static void expand(const uint8_t* src, int blocks, uint8_t* dst) { expand_x16_group<8>(src, blocks, dst); }
 
   template <int R, int T>
-  TESSERA_INLINE static void half(const uint8_t* const* wg, const Act* const* xg, int h, __m256 (&acc)[R][T]) {
+  TESSERA_INLINE static void half(const uint8_t* const* wg, const Act* const* xg, int h, AccMem<R, T>& acc) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i s[R][T];
-    for (int r = 0; r < R; ++r) {
-      for (int t = 0; t < T; ++t) s[r][t] = _mm256_setzero_si256();
-    }
+#pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) {
       __m256i wv[R], aw[R];
+#pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         wv[r] = load256(wg[r] + kScaleBytes16 + kWordStride * k + 32 * h);
         aw[r] = _mm256_abs_epi8(wv[r]);
       }
+#pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const __m256i xv = load256_aligned(xg[t]->q[k] + 32 * h);
+#pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
-          const __m256i p = _mm256_maddubs_epi16(aw[r], _mm256_sign_epi8(xv, wv[r]));
-          s[r][t] = _mm256_add_epi32(s[r][t], _mm256_madd_epi16(p, ones));
+          const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw[r], _mm256_sign_epi8(xv, wv[r])), ones);
+          s[r][t] = k == 0 ? p : _mm256_add_epi32(s[r][t], p);
+          pin(s[r][t]);
         }
       }
     }
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __m256 d_w = load_scales8(wg[r] + 16 * h);
-      for (int t = 0; t < T; ++t) acc[r][t] = apply_scales(s[r][t], d_w, xg[t]->d + 8 * h, acc[r][t]);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) acc.update(r, t, s[r][t], d_w, xg[t]->d + 8 * h);
     }
   }
 };
@@ -262,38 +317,45 @@ struct Q4KRows {
   static void expand(const uint8_t* src, int blocks, uint8_t* dst) { expand_q4_k_group(src, blocks, dst); }
 
   template <int R, int T>
-  TESSERA_INLINE static void half(const uint8_t* const* wg, const Act* const* xg, int h, __m256 (&acc)[R][T]) {
+  TESSERA_INLINE static void half(const uint8_t* const* wg, const Act* const* xg, int h, AccMem<R, T>& acc) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m256i slo[R][T], shi[R][T];
-    for (int r = 0; r < R; ++r) {
-      for (int t = 0; t < T; ++t) slo[r][t] = shi[r][t] = _mm256_setzero_si256();
-    }
+#pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) {
       __m256i lo[R], hi[R];
+#pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         const __m256i v = load256(wg[r] + kQ4KQuantOffset + kWordStride * k + 32 * h);
         lo[r] = _mm256_and_si256(v, m4);
         hi[r] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
       }
+#pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const __m256i xa = load256_aligned(xg[t]->lo[k] + 32 * h);
         const __m256i xb = load256_aligned(xg[t]->hi[k] + 32 * h);
+#pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
-          slo[r][t] = _mm256_add_epi16(slo[r][t], _mm256_maddubs_epi16(lo[r], xa));
-          shi[r][t] = _mm256_add_epi16(shi[r][t], _mm256_maddubs_epi16(hi[r], xb));
+          const __m256i pl = _mm256_maddubs_epi16(lo[r], xa);
+          const __m256i ph = _mm256_maddubs_epi16(hi[r], xb);
+          slo[r][t] = k == 0 ? pl : _mm256_add_epi16(slo[r][t], pl);
+          shi[r][t] = k == 0 ? ph : _mm256_add_epi16(shi[r][t], ph);
+          pin(slo[r][t]);
+          pin(shi[r][t]);
         }
       }
     }
     const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const Q4KScales sc = load_q4_k_scales(wg[r], h);
+#pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const Act& x = *xg[t];
         __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(slo[r][t], ones)), sc.scale_lo);
         v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(shi[r][t], ones)), sc.scale_hi, v);
         v = _mm256_fnmadd_ps(_mm256_load_ps(x.sum_lo + 8 * h), sc.min_lo, v);
         v = _mm256_fnmadd_ps(_mm256_load_ps(x.sum_hi + 8 * h), sc.min_hi, v);
-        acc[r][t] = _mm256_fmadd_ps(v, _mm256_load_ps(x.d + 8 * h), acc[r][t]);
+        acc.fma(r, t, v, _mm256_load_ps(x.d + 8 * h));
       }
     }
   }
@@ -309,10 +371,8 @@ void tile_quant(const uint8_t* w, int64_t w_stride, const typename Rows::Act* x,
   const int64_t groups = (nb + Rows::kGroupBlocks - 1) / Rows::kGroupBlocks;
   const Act* xt[T];
   for (int t = 0; t < T; ++t) xt[t] = advance(x, t * x_stride);
-  __m256 acc[R][T];
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-  }
+  AccMem<R, T> acc;
+  acc.zero();
   alignas(32) uint8_t pad[R][Rows::kGroupBytes];  // a short last group, expanded
   for (int64_t g = 0; g < groups; ++g) {
     const int blocks = static_cast<int>(std::min<int64_t>(Rows::kGroupBlocks, nb - g * Rows::kGroupBlocks));
@@ -329,13 +389,12 @@ void tile_quant(const uint8_t* w, int64_t w_stride, const typename Rows::Act* x,
     for (int t = 0; t < T; ++t) xg[t] = xt[t] + g;
     Rows::template half<R, T>(wg, xg, 0, acc);
     Rows::template half<R, T>(wg, xg, 1, acc);
+    acc.fence();
   }
-  // Unrolled so that acc is only ever indexed by constants: otherwise GCC
-  // keeps the array in memory and stores every accumulator each iteration.
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) y[t * y_stride + r] = hsum(acc[r][t]);
+    for (int t = 0; t < T; ++t) y[t * y_stride + r] = acc.sum(r, t);
   }
 }
 
@@ -492,6 +551,10 @@ const GemmKernels kGemmAvx2{
     .float_tokens = kFloatTokens,
     .q4_k_rows = kQ4KRows,
     .q4_k_tokens = kQ4KTokens,
+    .q8_0_rows = kQ8Rows,
+    .q8_0_tokens = kQ8Tokens,
+    .q4_0_rows = kQ4Rows,
+    .q4_0_tokens = kQ4Tokens,
     .pack_q8x16 = pack_q8x16,
     .pack_q8k = pack_q8k,
     .tile_q8_0 = tile_q8_0,

@@ -258,12 +258,14 @@ void compute_matrix_rows(const Kernels& k, bool tiled, const MatrixView& w, cons
     const GemmKernels& g = *k.gemm;
     switch (w.dtype) {
       case DType::kQ8_0:
-        tiled_rows<uint8_t, PackedQ8x16Group>(g.tile_q8_0, g.quant_rows, g.quant_tokens, wb, w_row_bytes, x.data,
-                                              x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
+        tiled_rows<uint8_t, PackedQ8x16Group>(g.tile_q8_0, n_tokens == 1 ? g.quant_rows : g.q8_0_rows, g.q8_0_tokens,
+                                              wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1,
+                                              k.decode_streams);
         return;
       case DType::kQ4_0:
-        tiled_rows<uint8_t, PackedQ8x16Group>(g.tile_q4_0, g.quant_rows, g.quant_tokens, wb, w_row_bytes, x.data,
-                                              x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
+        tiled_rows<uint8_t, PackedQ8x16Group>(g.tile_q4_0, n_tokens == 1 ? g.quant_rows : g.q4_0_rows, g.q4_0_tokens,
+                                              wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1,
+                                              k.decode_streams);
         return;
       case DType::kQ4_K:
         tiled_rows<uint8_t, PackedQ8KGroup>(g.tile_q4_k, n_tokens == 1 ? g.quant_rows : g.q4_k_rows, g.q4_k_tokens, wb,
