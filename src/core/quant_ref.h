@@ -28,13 +28,15 @@ void dequantize_row_q4_1_ref(const BlockQ4_1* x, float* y, int64_t n);
 void dequantize_row_q5_0_ref(const BlockQ5_0* x, float* y, int64_t n);
 void dequantize_row_q5_1_ref(const BlockQ5_1* x, float* y, int64_t n);
 
-// K-quants (quant_ref_kquant.cc); n must be a multiple of 256. These
-// quantizers are deliberately simple and non-iterative: each sub-block's
-// scale (and min) comes straight from its min/max, and the super-block
-// scales d/dmin from the largest sub-block scale, rounded to the 4/6/8-bit
-// scale codes. They are NOT llama.cpp's search-based quantizers
-// (make_qkx2_quants / make_qx_quants), so their error is somewhat larger; the
-// bit layout they produce is the ggml one and dequantizes the same anywhere.
+// K-quants (quant_ref_kquant.cc); n must be a multiple of 256. Each
+// sub-block's scale (and, for Q2_K/Q4_K/Q5_K, its offset) is searched for
+// the least squared error: codes from 21 trial scales around the min/max one,
+// each refit by linear least squares given its codes, the best kept. The
+// super-block scales d/dmin come from the largest sub-block scale, rounded
+// to the 4/6/8-bit scale codes, and every element is then rounded against
+// its decoded scale. The search is ours (docs/quantization.md: its KL
+// divergence against llama.cpp's llama-quantize on the same model); the bit
+// layout is the ggml one and dequantizes the same anywhere.
 void quantize_row_q2_k_ref(const float* x, BlockQ2_K* y, int64_t n);
 void quantize_row_q3_k_ref(const float* x, BlockQ3_K* y, int64_t n);
 void quantize_row_q4_k_ref(const float* x, BlockQ4_K* y, int64_t n);

@@ -2,8 +2,8 @@
 // core/dtype.h, following ggml/src/ggml-common.h (block_q*_K) and the
 // dequantize_row_q*_K functions of ggml-quants.c. Dequantization is written
 // per element from the layout description, which makes it independent of
-// the loop structure ggml uses. Quantization is the simple min/max scheme
-// described in quant_ref.h, not llama.cpp's iterative search.
+// the loop structure ggml uses. Quantization searches each sub-block's scale
+// (and offset) for the least squared error, as described in quant_ref.h.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -53,8 +53,103 @@ void set_q6_value(uint8_t* ql, uint8_t* qh, int e, int v) {
   qh[32 * h + l] |= static_cast<uint8_t>(((v >> 4) & 3) << (2 * c));
 }
 
+// The search behind the sub-block scales. Codes come from rounding x against
+// a trial scale; given the codes, the scale (and offset) with the least
+// squared error has a closed form (linear least squares in 1 or 2 unknowns).
+// Trial inverse scales step through (levels + t) / range for t in
+// [-1, 1] in steps of 0.1 (the plain min/max scale is t = 0), and the best fit
+// over all trials is kept: rounding moves codes across boundaries, so the
+// min/max scale is rarely the best one. Unweighted squared error: with
+// activations of equal variance it is the expected squared error of a dot
+// product.
+constexpr int kTrialSteps = 10;
+constexpr float kTrialStep = 0.1f;
+
+// x ~ scale * q + offset with q in 0..levels, offset <= 0 (the K-quant
+// affine formats store offset = -dmin * m with m >= 0).
+struct AffineFit {
+  float scale = 0.0f, offset = 0.0f;
+};
+AffineFit fit_affine(const float* x, int len, int levels) {
+  float mn = 0.0f, mx = x[0];
+  for (int i = 0; i < len; ++i) {
+    mn = std::fmin(mn, x[i]);
+    mx = std::fmax(mx, x[i]);
+  }
+  AffineFit best{std::fmax(0.0f, (mx - mn) / static_cast<float>(levels)), mn};
+  if (!(mx > mn)) return best;
+  double best_err = HUGE_VAL;
+  int q[kQk];
+  for (int t = -kTrialSteps; t <= kTrialSteps; ++t) {
+    const float iscale = (static_cast<float>(levels) + kTrialStep * static_cast<float>(t)) / (mx - mn);
+    double sq = 0, sqq = 0, sx = 0, sqx = 0;
+    for (int i = 0; i < len; ++i) {
+      q[i] = clamp_i(std::lround((x[i] - mn) * iscale), 0, levels);
+      sq += q[i];
+      sqq += static_cast<double>(q[i]) * q[i];
+      sx += x[i];
+      sqx += static_cast<double>(q[i]) * x[i];
+    }
+    const double det = len * sqq - sq * sq;
+    if (det <= 0) continue;
+    double s = (len * sqx - sq * sx) / det, o = (sqq * sx - sq * sqx) / det;
+    if (o > 0) {  // the format has no positive offset: refit the scale alone
+      o = 0;
+      s = sqx / sqq;
+    }
+    if (s <= 0) continue;
+    double err = 0;
+    for (int i = 0; i < len; ++i) {
+      const double e = s * q[i] + o - x[i];
+      err += e * e;
+    }
+    if (err < best_err) {
+      best_err = err;
+      best = {static_cast<float>(s), static_cast<float>(o)};
+    }
+  }
+  return best;
+}
+
+// x ~ scale * q with q in -half..half-1; the scale's sign puts the element
+// of largest magnitude on the side with the extra level (-half).
+float fit_symmetric(const float* x, int len, int half) {
+  float amax = 0.0f, m = 0.0f;
+  for (int i = 0; i < len; ++i) {
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      m = x[i];
+    }
+  }
+  float best = m / static_cast<float>(-half);
+  if (amax == 0.0f) return best;
+  double best_err = HUGE_VAL;
+  for (int t = -kTrialSteps; t <= kTrialSteps; ++t) {
+    const float iscale = -(static_cast<float>(half) + kTrialStep * static_cast<float>(t)) / m;
+    double sqq = 0, sqx = 0;
+    int q[kQk];
+    for (int i = 0; i < len; ++i) {
+      q[i] = clamp_i(std::lround(x[i] * iscale), -half, half - 1);
+      sqq += static_cast<double>(q[i]) * q[i];
+      sqx += static_cast<double>(q[i]) * x[i];
+    }
+    if (sqq == 0) continue;
+    const double s = sqx / sqq;
+    double err = 0;
+    for (int i = 0; i < len; ++i) {
+      const double e = s * q[i] - x[i];
+      err += e * e;
+    }
+    if (err < best_err) {
+      best_err = err;
+      best = static_cast<float>(s);
+    }
+  }
+  return best;
+}
+
 // Asymmetric sub-blocks: for each of n_sub sub-blocks of `len` elements,
-// scale = (max - min) / levels and mn = -min with min <= 0. Then 6-bit (or
+// the least-squares scale and offset (fit_affine), mn = -offset. Then 6-bit (or
 // 4-bit, code_max) codes for scales and mins against super-block d, dmin,
 // rounded through f16 as stored, and the element values u in 0..levels.
 struct Affine {
@@ -67,13 +162,9 @@ Affine quantize_affine(const float* x, int n_sub, int levels, int code_max) {
   float scale[16], mins[16];
   float max_scale = 0.0f, max_min = 0.0f;
   for (int j = 0; j < n_sub; ++j) {
-    float mn = 0.0f, mx = x[j * len];
-    for (int i = 0; i < len; ++i) {
-      mn = std::fmin(mn, x[j * len + i]);
-      mx = std::fmax(mx, x[j * len + i]);
-    }
-    scale[j] = std::fmax(0.0f, (mx - mn) / static_cast<float>(levels));
-    mins[j] = -mn;
+    const AffineFit f = fit_affine(x + j * len, len, levels);
+    scale[j] = f.scale;
+    mins[j] = -f.offset;
     max_scale = std::fmax(max_scale, scale[j]);
     max_min = std::fmax(max_min, mins[j]);
   }
@@ -94,8 +185,8 @@ Affine quantize_affine(const float* x, int n_sub, int levels, int code_max) {
 }
 
 // Symmetric sub-blocks of 16 with signed integer scales in [-code_max,
-// code_max]: sub-block scale = m / -half (m the element of largest
-// magnitude), values q in [-half, half - 1] stored as q + half.
+// code_max]: the least-squares sub-block scale (fit_symmetric), values q in
+// [-half, half - 1] stored as q + half.
 struct Symmetric {
   uint16_t d;
   int sc[16];
@@ -105,14 +196,7 @@ Symmetric quantize_symmetric(const float* x, int half, int code_max) {
   float scale[16];
   float max_abs = 0.0f;
   for (int j = 0; j < 16; ++j) {
-    float amax = 0.0f, m = 0.0f;
-    for (int i = 0; i < 16; ++i) {
-      if (std::fabs(x[16 * j + i]) > amax) {
-        amax = std::fabs(x[16 * j + i]);
-        m = x[16 * j + i];
-      }
-    }
-    scale[j] = m / static_cast<float>(-half);
+    scale[j] = fit_symmetric(x + 16 * j, 16, half);
     max_abs = std::fmax(max_abs, std::fabs(scale[j]));
   }
   Symmetric s{};

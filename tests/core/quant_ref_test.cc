@@ -1,6 +1,8 @@
 // Reference dequantization of the block formats against values worked out by
 // hand from the format definitions (core/dtype.h, ggml-common.h), plus
 // quantize -> dequantize round trips.
+#include "core/quant_ref.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,16 +11,15 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "core/quant_ref.h"
 
 namespace tessera {
 namespace {
 
-constexpr uint16_t kHalfOne = 0x3C00;      // 1.0
-constexpr uint16_t kHalfHalf = 0x3800;     // 0.5
-constexpr uint16_t kHalfTwo = 0x4000;      // 2.0
+constexpr uint16_t kHalfOne = 0x3C00;       // 1.0
+constexpr uint16_t kHalfHalf = 0x3800;      // 0.5
+constexpr uint16_t kHalfTwo = 0x4000;       // 2.0
 constexpr uint16_t kHalfMinusOne = 0xBC00;  // -1.0
-constexpr uint16_t kHalfQuarter = 0x3400;  // 0.25
+constexpr uint16_t kHalfQuarter = 0x3400;   // 0.25
 
 template <typename Block>
 std::vector<float> dequant(DType t, const Block& b) {
@@ -33,10 +34,10 @@ TEST(QuantRef, Q4_1HandBuilt) {
   b.m = kHalfMinusOne;
   for (int i = 0; i < 16; ++i) b.qs[i] = static_cast<uint8_t>(i | (15 - i) << 4);
   const auto y = dequant(DType::kQ4_1, b);
-  EXPECT_EQ(y[0], -1.0f);     // 0.5 * 0 - 1
-  EXPECT_EQ(y[5], 1.5f);      // 0.5 * 5 - 1
-  EXPECT_EQ(y[16], 6.5f);     // 0.5 * 15 - 1
-  EXPECT_EQ(y[31], -1.0f);    // 0.5 * 0 - 1
+  EXPECT_EQ(y[0], -1.0f);   // 0.5 * 0 - 1
+  EXPECT_EQ(y[5], 1.5f);    // 0.5 * 5 - 1
+  EXPECT_EQ(y[16], 6.5f);   // 0.5 * 15 - 1
+  EXPECT_EQ(y[31], -1.0f);  // 0.5 * 0 - 1
 }
 
 TEST(QuantRef, Q5_0HandBuilt) {
@@ -46,11 +47,11 @@ TEST(QuantRef, Q5_0HandBuilt) {
   std::memcpy(b.qh, &qh, 4);
   for (int i = 0; i < 16; ++i) b.qs[i] = static_cast<uint8_t>(i | ((i + 1) & 15) << 4);
   const auto y = dequant(DType::kQ5_0, b);
-  EXPECT_EQ(y[0], -32.0f);  // u = 0
-  EXPECT_EQ(y[1], 2.0f);    // u = 1 + 16
+  EXPECT_EQ(y[0], -32.0f);   // u = 0
+  EXPECT_EQ(y[1], 2.0f);     // u = 1 + 16
   EXPECT_EQ(y[16], -30.0f);  // u = 1
-  EXPECT_EQ(y[17], 4.0f);   // u = 2 + 16
-  EXPECT_EQ(y[31], 0.0f);   // u = 0 + 16
+  EXPECT_EQ(y[17], 4.0f);    // u = 2 + 16
+  EXPECT_EQ(y[31], 0.0f);    // u = 0 + 16
 }
 
 TEST(QuantRef, Q5_1HandBuilt) {
@@ -80,9 +81,9 @@ TEST(QuantRef, Q2_KHandBuilt) {
 TEST(QuantRef, Q3_KHandBuilt) {
   BlockQ3_K b{};
   b.d = kHalfOne;
-  std::memset(b.scales, 0x21, 8);          // low 4 bits: 1 for j < 8, 2 for j >= 8
-  std::memset(b.scales + 8, 0xE4, 4);      // high 2 bits: j / 4
-  std::memset(b.qs, 0xE4, sizeof(b.qs));   // low 2 bits of element 128h + 32c + l: c
+  std::memset(b.scales, 0x21, 8);               // low 4 bits: 1 for j < 8, 2 for j >= 8
+  std::memset(b.scales + 8, 0xE4, 4);           // high 2 bits: j / 4
+  std::memset(b.qs, 0xE4, sizeof(b.qs));        // low 2 bits of element 128h + 32c + l: c
   std::memset(b.hmask, 0x0F, sizeof(b.hmask));  // bit 2 set for h = 0 only
   // Scale codes: j 0..3 -> 1, 4..7 -> 17, 8..11 -> 34, 12..15 -> 50 (minus 32).
   const auto y = dequant(DType::kQ3_K, b);
@@ -115,8 +116,8 @@ TEST(QuantRef, Q4_KHandBuilt) {
     EXPECT_EQ(m, j < 4 ? 2 : 21);
   }
   const auto y = dequant(DType::kQ4_K, b);
-  EXPECT_EQ(y[0], 5.0f);     // sub 0, low: 1 * 7 - 2
-  EXPECT_EQ(y[32], 7.0f);    // sub 1, high: 1 * 9 - 2
+  EXPECT_EQ(y[0], 5.0f);      // sub 0, low: 1 * 7 - 2
+  EXPECT_EQ(y[32], 7.0f);     // sub 1, high: 1 * 9 - 2
   EXPECT_EQ(y[200], 336.0f);  // sub 6, low: 51 * 7 - 21
   EXPECT_EQ(y[255], 438.0f);  // sub 7, high: 51 * 9 - 21
 }
@@ -130,7 +131,7 @@ TEST(QuantRef, Q5_KHandBuilt) {
   std::memset(b.qh, 0xAA, sizeof(b.qh));  // odd sub-blocks get bit 4
   const auto y = dequant(DType::kQ5_K, b);
   EXPECT_EQ(y[0], 5.0f);
-  EXPECT_EQ(y[32], 23.0f);    // 1 * (9 + 16) - 2
+  EXPECT_EQ(y[32], 23.0f);  // 1 * (9 + 16) - 2
   EXPECT_EQ(y[200], 336.0f);
   EXPECT_EQ(y[255], 1254.0f);  // 51 * 25 - 21
 }
@@ -142,9 +143,9 @@ TEST(QuantRef, Q6_KHandBuilt) {
   std::memset(b.ql, 0x21, sizeof(b.ql));  // low 4 bits: 1 (c < 2) or 2 (c >= 2)
   std::memset(b.qh, 0xE4, sizeof(b.qh));  // high 2 bits: c
   const auto y = dequant(DType::kQ6_K, b);
-  EXPECT_EQ(y[0], 124.0f);  // 0.5 * -8 * (1 - 32)
-  EXPECT_EQ(y[40], 45.0f);  // c1, sub 2: 0.5 * -6 * (17 - 32)
-  EXPECT_EQ(y[70], -4.0f);  // c2, sub 4: 0.5 * -4 * (34 - 32)
+  EXPECT_EQ(y[0], 124.0f);   // 0.5 * -8 * (1 - 32)
+  EXPECT_EQ(y[40], 45.0f);   // c1, sub 2: 0.5 * -6 * (17 - 32)
+  EXPECT_EQ(y[70], -4.0f);   // c2, sub 4: 0.5 * -4 * (34 - 32)
   EXPECT_EQ(y[255], 63.0f);  // c3, sub 15: 0.5 * 7 * (50 - 32)
 }
 
@@ -189,9 +190,13 @@ TEST(QuantRef, RoundTripError) {
     DType t;
     double max_rel_rms;
   };
-  const Case cases[] = {{DType::kQ8_0, 0.01}, {DType::kQ4_0, 0.12}, {DType::kQ4_1, 0.12}, {DType::kQ5_0, 0.06},
-                        {DType::kQ5_1, 0.06}, {DType::kQ2_K, 0.5},  {DType::kQ3_K, 0.25}, {DType::kQ4_K, 0.14},
-                        {DType::kQ5_K, 0.07}, {DType::kQ6_K, 0.035}, {DType::kQ8_K, 0.01}};
+  // K-quant bounds sit between the searched scales' error (Q2_K 0.267, Q3_K
+  // 0.143, Q4_K 0.0707, Q5_K 0.0352, Q6_K 0.0171 on this data) and the plain
+  // min/max scales' (0.327, 0.155, 0.0770, 0.0373, 0.0187), so a search that
+  // stops finding better scales fails here.
+  const Case cases[] = {{DType::kQ8_0, 0.01},   {DType::kQ4_0, 0.12},  {DType::kQ4_1, 0.12},  {DType::kQ5_0, 0.06},
+                        {DType::kQ5_1, 0.06},   {DType::kQ2_K, 0.29},  {DType::kQ3_K, 0.149}, {DType::kQ4_K, 0.074},
+                        {DType::kQ5_K, 0.0362}, {DType::kQ6_K, 0.018}, {DType::kQ8_K, 0.01}};
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   const int64_t n = 4096;
