@@ -10,6 +10,7 @@
 #include "engine/draft_proposer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>

@@ -4,12 +4,15 @@
 // non-speculating requests, chunked prefill, prefix caching and preemption),
 // the block accounting holds after every step, and with a random proposer
 // whose q differs from p the emitted tokens still follow the target's own
-// distribution (chi-square tests).
+// distribution (chi-square tests), and so do they with a perturbed copy of
+// the model as the draft (draft_proposer.h).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <random>
 
@@ -296,7 +299,10 @@ TEST_P(SpecDistribution, FirstPositionsFollowTheTargetsDistribution) {
   SamplingParams sp;
   sp.min_p = 0;
   std::string name;
-  switch (GetParam()) {
+  // Parameters 3..5: the same settings with a real draft model, stories260K
+  // with noise on its weights (its q differs from p), instead of DraftLikeProposer.
+  const bool draft_model = GetParam() >= 3;
+  switch (GetParam() % 3) {
     case 0:  // temperature 1 (top-k 10 keeps the exact reference small)
       sp.temperature = 1.0f, sp.top_k = 10, sp.top_p = 1.0f, name = "temperature 1, top-k 10";
       break;
@@ -308,7 +314,19 @@ TEST_P(SpecDistribution, FirstPositionsFollowTheTargetsDistribution) {
       name = "temperature 1, top-k 10, repetition penalty 1.8";
       break;
   }
+  if (draft_model) name += ", perturbed draft model";
   SCOPED_TRACE(name);
+  std::unique_ptr<Model> draft;
+  if (draft_model) {
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("tessera_spec_draft_" + std::to_string(getpid()) + ".gguf"))
+            .string();
+    ASSERT_TRUE(write_perturbed_copy(model_->path(), path, 0.1, 2024).ok());
+    auto d = Model::load(path);
+    std::filesystem::remove(path);
+    ASSERT_TRUE(d.ok()) << d.status().to_string();
+    draft = std::move(d).value();
+  }
   const Tokenizer& tok = model_->tokenizer();
   const std::vector<int32_t> prompt = tok.encode("She saw a", true);  // uncertain at the next three positions
   const auto n_vocab = model_->config().n_vocab;
@@ -387,10 +405,16 @@ TEST_P(SpecDistribution, FirstPositionsFollowTheTargetsDistribution) {
   cfg.spec.adaptive = false;
   cfg.spec.disable_batch_size = 1000;
   const size_t prompt_len = prompt.size();
-  cfg.proposer_factory = [&tail_logits, prompt_len, n_vocab](uint64_t seed, int32_t choice) {
-    return std::make_unique<DraftLikeProposer>(&tail_logits, prompt_len, n_vocab,
-                                               seed * 31 + static_cast<uint64_t>(choice) + 12345);
-  };
+  if (draft_model) {
+    cfg.spec.method = "draft";
+    cfg.spec.draft_model = draft->path();
+    cfg.draft_model = draft.get();
+  } else {
+    cfg.proposer_factory = [&tail_logits, prompt_len, n_vocab](uint64_t seed, int32_t choice) {
+      return std::make_unique<DraftLikeProposer>(&tail_logits, prompt_len, n_vocab,
+                                                 seed * 31 + static_cast<uint64_t>(choice) + 12345);
+    };
+  }
   auto engine = EngineCore::create(*model_, cfg);
   ASSERT_TRUE(engine.ok());
   std::map<int32_t, int64_t> c0, c1, c2;
@@ -411,6 +435,7 @@ TEST_P(SpecDistribution, FirstPositionsFollowTheTargetsDistribution) {
     ASSERT_TRUE(id.ok());
   }
   (*engine)->run_until_idle();
+  EXPECT_TRUE((*engine)->check_invariants().ok());
   const EngineMetrics em = (*engine)->metrics();
   // Both verification outcomes occurred many times.
   EXPECT_GT(em.spec_accepted_tokens, kRuns / 5);
@@ -432,7 +457,7 @@ TEST_P(SpecDistribution, FirstPositionsFollowTheTargetsDistribution) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Params, SpecDistribution, ::testing::Values(0, 1, 2));
+INSTANTIATE_TEST_SUITE_P(Params, SpecDistribution, ::testing::Values(0, 1, 2, 3, 4, 5));
 
 }  // namespace
 }  // namespace tessera
