@@ -182,6 +182,9 @@ void add_spec_flags(CLI::App& app, SpeculativeOptions& s) {
                  "sequence)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
       ->group(kGroupSpeculative);
+  app.add_option("--draft-threads", s.draft_threads, "Draft model threads (default: the target's -t)")
+      ->check(CLI::Range(1, 1024))
+      ->group(kGroupSpeculative);
   app.add_option("--spec-k", s.k, "Tokens proposed per sequence and step at most")
       ->check(CLI::Range(1, 32))
       ->group(kGroupSpeculative);

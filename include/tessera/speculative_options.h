@@ -19,6 +19,10 @@ struct SpeculativeOptions {
   // --draft-kv-tokens: the draft's KV cache capacity in tokens; 0: the
   // target cache's capacity plus (k + one block) per sequence of --max-num-seqs.
   int64_t draft_kv_tokens = 0;
+  // --draft-threads: the draft's backend threads; 0: the target's. The two
+  // thread pools take turns and a pool's idle workers spin for a while, so
+  // on few cores one draft thread can be faster (README, bench --spec draft).
+  int32_t draft_threads = 0;
   int32_t k = 4;          // --spec-k: most tokens proposed per sequence and step
   int32_t ngram_min = 1;  // --spec-ngram-min: shortest suffix looked up
   int32_t ngram_max = 4;  // --spec-ngram-max: longest suffix looked up
@@ -34,7 +38,7 @@ struct SpeculativeOptions {
   // kInvalidArgument naming the flag: an unknown method, k outside [1, 32],
   // n-gram sizes outside 1 <= min <= max <= 16, disable_batch_size < 1,
   // "draft" without a draft model or a draft model with another method,
-  // draft_kv_tokens < 0.
+  // draft_kv_tokens < 0, draft_threads < 0.
   Status validate() const;
 };
 

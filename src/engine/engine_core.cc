@@ -89,7 +89,7 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const Model& model, const
     }
     DraftProposerConfig dc;
     dc.backend = config.backend;
-    dc.backend.threads = config.threads;
+    dc.backend.threads = config.spec.draft_threads > 0 ? config.spec.draft_threads : config.threads;
     dc.kv_dtype = config.kv_dtype;
     const KvCacheSpec& ks = executor->kv_spec();
     dc.kv_tokens = config.spec.draft_kv_tokens > 0 ? config.spec.draft_kv_tokens
