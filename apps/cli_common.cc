@@ -123,6 +123,13 @@ Result<std::unique_ptr<Engine>> load_engine(const EngineOptions& o) {
   const ParallelOptions& p = o.parallel;
   // Every rank sees the same flags; rank 0 prints the error.
   if (int rc = check_parallel_flags(p, launched_rank() == 0); rc != 0) std::exit(rc);
+  if (p.world_size() > 1 && o.spec.effective_method() == "draft") {
+    if (launched_rank() == 0)
+      fmt::print(stderr,
+                 "tessera: error: --draft-model cannot be combined with --tensor-parallel-size / "
+                 "--pipeline-parallel-size (the draft model runs on one rank only) (see --help)\n");
+    std::exit(kExitUsage);
+  }
   if (p.world_size() == 1 && launched_ranks() > 1 && launched_rank() == 0) {
     fmt::print(stderr,
                "tessera: warning: started as {} MPI ranks without --tensor-parallel-size / --pipeline-parallel-size: "
@@ -163,8 +170,22 @@ Result<std::unique_ptr<Engine>> create_engine(const EngineFlags& engine, const S
 }
 
 void add_spec_flags(CLI::App& app, SpeculativeOptions& s) {
-  app.add_option("--spec", s.method, "Speculative decoding: ngram (prompt lookup; output unchanged)")
-      ->check(CLI::IsMember({"ngram"}))
+  app.add_option("--spec", s.method,
+                 "Speculative decoding: ngram (prompt lookup) or draft (a draft model, --draft-model); output "
+                 "distribution unchanged")
+      ->check(CLI::IsMember({"ngram", "draft"}))
+      ->group(kGroupSpeculative);
+  app.add_option("--draft-model", s.draft_model,
+                 "Draft model (GGUF file or HF directory, the target's vocabulary) proposing tokens; implies --spec "
+                 "draft")
+      ->group(kGroupSpeculative);
+  app.add_option("--draft-kv-tokens", s.draft_kv_tokens,
+                 "Draft KV cache capacity in tokens (default: the target cache's plus --spec-k and one block per "
+                 "sequence)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+      ->group(kGroupSpeculative);
+  app.add_option("--draft-threads", s.draft_threads, "Draft model threads (default: the target's -t)")
+      ->check(CLI::Range(1, 1024))
       ->group(kGroupSpeculative);
   app.add_option("--spec-k", s.k, "Tokens proposed per sequence and step at most")
       ->check(CLI::Range(1, 32))

@@ -107,7 +107,7 @@ Result<BatchRun> run_batch(Engine& engine, const PromptFn& prompt_of, int batch,
   return run;
 }
 
-// `bench --spec ngram`: decode tokens/s without and with speculation, side
+// `bench --spec ngram` / `--spec draft --draft-model D`: decode tokens/s without and with speculation, side
 // by side in one engine (requests opt out per request), on the repetitive
 // workload, at each batch size; greedy, so the tokens must be identical.
 int spec_bench_main(const BenchOptions& o) {
@@ -125,10 +125,13 @@ int spec_bench_main(const BenchOptions& o) {
   const Engine& e = **engine;
   fmt::print("model: {} ({}, {} layers), threads: {}, backend: {}\n", o.engine.model, e.model_info().architecture,
              e.model_info().n_layers, resolve_threads(o.engine), e.backend_description());
+  const std::string method = o.spec.effective_method();
+  const std::string proposer = method == "draft" ? "draft model " + o.spec.draft_model
+                                                 : fmt::format("n-gram {}..{}", o.spec.ngram_min, o.spec.ngram_max);
   fmt::print(
-      "speculative: {} (k {}, n-gram {}..{}{}), workload: {} ({} prompt tokens), {} greedy tokens per request, "
+      "speculative: {} (k {}, {}{}), workload: {} ({} prompt tokens), {} greedy tokens per request, "
       "best of {}\n",
-      o.spec.method, o.spec.k, o.spec.ngram_min, o.spec.ngram_max, o.spec.adaptive ? ", adaptive" : "",
+      method, o.spec.k, proposer, o.spec.adaptive ? ", adaptive" : "",
       o.spec_workload == "loop" ? "the model's own loop" : "a 16-token pattern repeated (one per request)",
       o.prompt_lengths.front(), o.decode_tokens, o.repeats);
   PromptFn prompt_of = [&](int i) { return repetitive_prompt(e, o.prompt_lengths.front(), i); };

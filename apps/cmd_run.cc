@@ -275,7 +275,7 @@ int run_main(RunOptions o) {
     fmt::print(stderr,
                "speculative ({}, k {}): {} tokens proposed, {} accepted (acceptance rate {:.1f}%), "
                "{:.2f} accepted per verifying step\n",
-               o.sched.spec.method, o.sched.spec.k, em.spec_proposed_tokens, em.spec_accepted_tokens,
+               o.sched.spec.effective_method(), o.sched.spec.k, em.spec_proposed_tokens, em.spec_accepted_tokens,
                100.0 * em.spec_acceptance_rate(), em.spec_mean_accepted_length());
   }
   return exit_code;

@@ -14,6 +14,7 @@ namespace tessera {
 
 struct Engine::Impl {
   std::unique_ptr<Model> model;
+  std::unique_ptr<Model> draft_model;  // speculative decoding's draft (before core: it outlives it)
   std::unique_ptr<EngineCore> core;
   ModelInfo info;
   KvCacheInfo kv;
@@ -53,6 +54,15 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   cfg.max_num_batched_tokens = o.max_num_batched_tokens;
   cfg.enable_prefix_cache = o.enable_prefix_cache;
   cfg.spec = o.spec;
+  if (!o.spec.draft_model.empty()) {
+    TESSERA_RETURN_IF_ERROR(o.spec.validate());
+    LoadOptions draft_load;
+    draft_load.check_tensors = o.check_tensors;
+    auto draft = Model::load(o.spec.draft_model, draft_load);
+    if (!draft.ok()) return Status(draft.status().code(), "--draft-model: " + draft.status().message());
+    impl->draft_model = std::move(*draft);
+    cfg.draft_model = impl->draft_model.get();
+  }
   cfg.parallel.tp_size = o.parallel.tensor_parallel_size;
   cfg.parallel.pp_size = o.parallel.pipeline_parallel_size;
   cfg.parallel.layer_split = o.parallel.pp_layer_split;

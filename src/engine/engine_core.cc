@@ -5,7 +5,9 @@
 #include <numeric>
 #include <string>
 
+#include "engine/draft_proposer.h"
 #include "engine/ngram_proposer.h"
+#include "engine/sequence_proposers.h"
 
 namespace tessera {
 
@@ -43,7 +45,6 @@ struct EngineCore::Request {
   std::vector<ChoiceResult> results;
   int32_t prompt_logits_next = 0;  // first prompt position whose logits are not yet delivered
   // Speculative decoding, per choice (empty when the request does not speculate).
-  std::vector<std::unique_ptr<Proposer>> proposers;
   std::vector<Proposal> proposals;  // this step's proposal
   std::vector<int32_t> lookahead;   // the current k (adaptive)
 };
@@ -71,13 +72,40 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const Model& model, const
   EngineConfig cfg = config;
   // One sequence may use the whole cache when it is sized by memory.
   if (config.kv_cache_memory > 0) cfg.ctx_size = executor->kv_spec().capacity_tokens();
-  return std::unique_ptr<EngineCore>(new EngineCore(model, cfg, std::move(executor)));
+  std::unique_ptr<BatchProposer> proposer;
+  const std::string method = config.spec.effective_method();
+  if (config.proposer_factory) {
+    proposer = std::make_unique<SequenceProposers>(config.proposer_factory);
+  } else if (method == "ngram") {
+    const int32_t n_min = config.spec.ngram_min, n_max = config.spec.ngram_max;
+    proposer = std::make_unique<SequenceProposers>(
+        [n_min, n_max](uint64_t, int32_t) { return std::make_unique<NgramProposer>(n_min, n_max); });
+  } else if (method == "draft") {
+    if (config.draft_model == nullptr) return invalid_argument("--spec draft needs --draft-model PATH");
+    if (config.parallel.world_size() > 1) {
+      return invalid_argument(
+          "--draft-model cannot be combined with --tensor-parallel-size/--pipeline-parallel-size (the draft runs on "
+          "one rank only)");
+    }
+    DraftProposerConfig dc;
+    dc.backend = config.backend;
+    dc.backend.threads = config.spec.draft_threads > 0 ? config.spec.draft_threads : config.threads;
+    dc.kv_dtype = config.kv_dtype;
+    const KvCacheSpec& ks = executor->kv_spec();
+    dc.kv_tokens = config.spec.draft_kv_tokens > 0 ? config.spec.draft_kv_tokens
+                                                   : ks.capacity_tokens() + static_cast<int64_t>(config.max_num_seqs) *
+                                                                                (config.spec.k + ks.block_size);
+    TESSERA_ASSIGN_OR_RETURN(proposer, DraftModelProposer::create(model, *config.draft_model, dc));
+  }
+  return std::unique_ptr<EngineCore>(new EngineCore(model, cfg, std::move(executor), std::move(proposer)));
 }
 
-EngineCore::EngineCore(const Model& model, const EngineConfig& config, std::unique_ptr<ModelExecutor> executor)
+EngineCore::EngineCore(const Model& model, const EngineConfig& config, std::unique_ptr<ModelExecutor> executor,
+                       std::unique_ptr<BatchProposer> proposer)
     : model_(model),
       config_(config),
       executor_(std::move(executor)),
+      proposer_(std::move(proposer)),
       kv_(executor_->kv_spec().num_blocks, executor_->kv_spec().block_size, config.enable_prefix_cache,
           static_cast<uint64_t>(executor_->kv_spec().dtype) * 0x100000001b3ull ^
               std::hash<std::string>{}(model.path())),
@@ -154,7 +182,6 @@ void EngineCore::drain_inbox() {
                                                    executor_->kv_spec().block_size));
       r->slots.back()->use_prefix_cache = !r->options.prompt_logits;
       if (speculation_on() && r->options.speculative && !r->options.prompt_logits) {
-        r->proposers.push_back(make_proposer(r->seqs.back()->sampler().seed(), i));
         r->proposals.emplace_back();
         r->lookahead.push_back(config_.spec.k);
       }
@@ -175,18 +202,13 @@ void EngineCore::drain_inbox() {
   }
 }
 
-std::unique_ptr<Proposer> EngineCore::make_proposer(uint64_t seed, int32_t choice) const {
-  if (config_.proposer_factory) return config_.proposer_factory(seed, choice);
-  return std::make_unique<NgramProposer>(config_.spec.ngram_min, config_.spec.ngram_max);
-}
-
 void EngineCore::propose() {
   const bool on = scheduler_.num_running() <= config_.spec.disable_batch_size;
+  std::vector<ProposeItem> items;
   for (auto& [id, r] : requests_) {
-    for (size_t c = 0; c < r->proposers.size(); ++c) {
+    for (size_t c = 0; c < r->proposals.size(); ++c) {
       SeqSlot& slot = *r->slots[c];
-      Proposal& prop = r->proposals[c];
-      prop.clear();
+      r->proposals[c].clear();
       slot.num_spec = 0;
       const Sequence& seq = *r->seqs[c];
       if (!on || seq.finished() || slot.status != SeqStatus::kRunning || slot.num_tokens() - slot.num_computed != 1)
@@ -195,16 +217,30 @@ void EngineCore::propose() {
       const int64_t room = r->max_total_tokens - seq.num_tokens();
       const auto k = static_cast<int32_t>(std::min<int64_t>(r->lookahead[c], room));
       if (k <= 0) continue;
-      r->proposers[c]->propose(seq.tokens(), k, prop);
-      if (prop.tokens.size() > static_cast<size_t>(k)) prop.tokens.resize(static_cast<size_t>(k));
-      slot.num_spec = static_cast<int32_t>(prop.tokens.size());
+      ProposeItem item;
+      item.seq_id = slot.id;
+      item.tokens = seq.tokens();
+      item.k = k;
+      item.sampler = &seq.sampler();
+      item.choice = static_cast<int32_t>(c);
+      item.out = &r->proposals[c];
+      items.push_back(item);
     }
+  }
+  if (items.empty()) return;
+  proposer_->propose(items);
+  for (const ProposeItem& item : items) {
+    Proposal& prop = *item.out;
+    if (prop.tokens.size() > static_cast<size_t>(item.k)) prop.tokens.resize(static_cast<size_t>(item.k));
+    requests_.at(item.seq_id >> kChoiceBits)->slots[static_cast<size_t>(item.choice)]->num_spec =
+        static_cast<int32_t>(prop.tokens.size());
   }
 }
 
 void EngineCore::finish_request(Request& r, const Status& error, bool cancelled) {
   for (size_t i = 0; i < r.slots.size(); ++i) {
     if (r.slots[i]->status != SeqStatus::kFinished) scheduler_.finish(r.slots[i].get());
+    if (proposer_) proposer_->finished(r.slots[i]->id);
   }
   const auto now = Clock::now();
   r.metrics.e2e_ms = ms_between(r.arrival, now);
@@ -293,6 +329,9 @@ bool EngineCore::step() {
   drain_inbox();
   if (speculation_on()) propose();
   const SchedulerOutput out = scheduler_.schedule();
+  // A preempted sequence recomputes its KV on resume, the draft's included.
+  if (proposer_)
+    for (SeqSlot* s : out.preempted) proposer_->preempted(s->id);
   if (out.scheduled.empty()) {
     publish_gauges();
     return !requests_.empty();
@@ -394,6 +433,7 @@ bool EngineCore::step() {
     }
     if (r.seqs[choice]->finished()) {
       scheduler_.finish(r.slots[choice].get());
+      if (proposer_) proposer_->finished(r.slots[choice]->id);
       if (++r.n_finished == static_cast<int32_t>(r.seqs.size())) finish_request(r, Status());
     }
   }
@@ -470,6 +510,7 @@ Status EngineCore::check_invariants() const {
                             std::to_string(kv_.ref_count(static_cast<int32_t>(b))) + " references but " +
                             std::to_string(refs[b]) + " tables hold it");
   }
+  if (proposer_) return proposer_->check_invariants();
   return {};
 }
 

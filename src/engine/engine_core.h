@@ -61,6 +61,9 @@ struct EngineConfig {
   // Test hook: makes each speculating sequence's proposer instead of
   // spec.method's (speculation is on when either is set).
   ProposerFactory proposer_factory;
+  // spec.effective_method() "draft": the draft model (borrowed; it outlives
+  // the engine), loaded by the caller from spec.draft_model.
+  const Model* draft_model = nullptr;
 };
 
 class EngineCore {
@@ -98,8 +101,8 @@ class EngineCore {
   // Block accounting between steps (engine thread): the KV manager's own
   // invariants, every block's reference count equal to the block tables that
   // hold it, and every unfinished sequence holding exactly the blocks of its
-  // computed tokens (none past them: rejected proposals were rolled back).
-  // kInternal naming the first violation. For tests.
+  // computed tokens (none past them: rejected proposals were rolled back),
+  // and the proposer's own accounting (the draft model's KV blocks). kInternal naming the first violation. For tests.
   Status check_invariants() const;
   const KvCacheSpec& kv_spec() const { return executor_->kv_spec(); }
   // The backend the model runs on (e.g. for its describe() line).
@@ -109,10 +112,13 @@ class EngineCore {
   const ModelExecutor& executor() const { return *executor_; }
   int64_t context_tokens() const { return config_.ctx_size; }
   int32_t vocab_size() const { return model_.config().n_vocab; }
+  // The batch proposer of speculative decoding (null when off).
+  const BatchProposer* proposer() const { return proposer_.get(); }
 
  private:
   struct Request;
-  EngineCore(const Model& model, const EngineConfig& config, std::unique_ptr<ModelExecutor> executor);
+  EngineCore(const Model& model, const EngineConfig& config, std::unique_ptr<ModelExecutor> executor,
+             std::unique_ptr<BatchProposer> proposer);
   void drain_inbox();
   void finish_request(Request& r, const Status& error, bool cancelled = false);
   // Rows of the step's logits that belong to one scheduled sequence.
@@ -122,17 +128,17 @@ class EngineCore {
     int32_t position = 0;  // position of the first row's token
   };
   Status run_forward(const SchedulerOutput& out, std::vector<float>& logits, std::vector<ItemRows>& rows);
-  bool speculation_on() const { return config_.spec.enabled() || config_.proposer_factory != nullptr; }
+  bool speculation_on() const { return proposer_ != nullptr; }
   // Asks the proposers of decoding sequences for this step's tokens (none
   // when more than spec.disable_batch_size sequences run).
   void propose();
-  std::unique_ptr<Proposer> make_proposer(uint64_t seed, int32_t choice) const;
   // Copies scheduler and KV gauges into metrics_ (read by other threads).
   void publish_gauges();
 
   const Model& model_;
   EngineConfig config_;
   std::unique_ptr<ModelExecutor> executor_;
+  std::unique_ptr<BatchProposer> proposer_;  // null: no speculation
   KvCacheManager kv_;
   Scheduler scheduler_;
 

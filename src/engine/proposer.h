@@ -17,6 +17,8 @@
 #include <span>
 #include <vector>
 
+#include "sample/sampler.h"
+
 namespace tessera {
 
 struct Proposal {
@@ -41,5 +43,34 @@ class Proposer {
 
 // Makes the proposer of one sequence: (request seed after choice_seed, choice).
 using ProposerFactory = std::function<std::unique_ptr<Proposer>(uint64_t seed, int32_t choice)>;
+
+// One speculating sequence of a step, as the engine hands it to a BatchProposer.
+struct ProposeItem {
+  uint64_t seq_id = 0;               // stable for the sequence's life (the scheduler's SeqSlot id)
+  std::span<const int32_t> tokens;   // prompt + accepted output; between calls it only grows
+  int32_t k = 0;                     // tokens to propose at most (>= 1)
+  const Sampler* sampler = nullptr;  // the sequence's sampler: its processors, penalty state and seed
+  int32_t choice = 0;
+  Proposal* out = nullptr;  // written (cleared first); at most k tokens
+};
+
+// The engine's view of speculation: called once per step with every
+// sequence that speculates in it, so a proposer that runs a model can batch
+// all of them (the draft model: one forward call per draft position).
+// Sequences it has state for are named by seq_id; the engine tells it when
+// a sequence is preempted (its recomputation starts from scratch) or ends.
+class BatchProposer {
+ public:
+  virtual ~BatchProposer() = default;
+  virtual void propose(std::span<ProposeItem> items) = 0;
+  // The sequence was preempted (its KV recomputed on resume): drop state
+  // that depends on it, e.g. draft KV blocks.
+  virtual void preempted(uint64_t seq_id) = 0;
+  // The sequence finished or was cancelled: drop all its state.
+  virtual void finished(uint64_t seq_id) = 0;
+  // Its own block accounting between steps (EngineCore::check_invariants);
+  // kInternal naming the first violation.
+  virtual Status check_invariants() const { return {}; }
+};
 
 }  // namespace tessera

@@ -9,6 +9,10 @@ uint64_t acceptance_seed(uint64_t seed) {
   return seed ^ 0xa0761d6478bd642full;
 }
 
+uint64_t draft_seed(uint64_t seed) {
+  return seed ^ 0xe7037ed1a0b428dbull;
+}
+
 int32_t verify_position(const Sampler& sampler, int32_t proposed, std::span<const float> q, int64_t position) {
   const double u = Sampler::uniform(sampler.seed(), position);
   if (proposed < 0 || q.empty()) return sampler.draw(u);  // bonus, or one-hot q: the coupled draw

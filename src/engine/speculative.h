@@ -28,6 +28,9 @@ namespace tessera {
 
 // The seed of the acceptance-test stream of a sequence with seed `seed`.
 uint64_t acceptance_seed(uint64_t seed);
+// The seed of the stream a random proposer (the draft model) draws its
+// tokens with: independent of the draw and acceptance streams.
+uint64_t draft_seed(uint64_t seed);
 
 // The token emitted at `position`. `sampler` has prepare()d this position's
 // logits. `proposed`: the proposal at this position, or -1 for the bonus

@@ -36,6 +36,26 @@ expect_error_matching(2 "--spec-ngram-min/--spec-ngram-max must satisfy 1 <= min
 expect_error(2 run -m ${STORIES} -p hi --spec medusa)
 expect_error(2 serve -m ${STORIES} --spec ngram --spec-disable-batch-size 0)
 expect_error(2 bench -m ${STORIES} --spec ngram --spec-k 40)
+# The draft-model proposer: its usage errors exit 2, a missing or unusable draft file 1.
+get_filename_component(SHARED_MODELS ${STORIES} DIRECTORY)
+expect_error_matching(2 "--spec-k" run -m ${STORIES} -p hi --draft-model ${STORIES} --spec-k 0)
+expect_error_matching(2 "--spec draft needs --draft-model" run -m ${STORIES} -p hi --spec draft)
+expect_error_matching(2 "cannot be combined with --spec ngram" run -m ${STORIES} -p hi --spec ngram --draft-model ${STORIES})
+expect_error_matching(1 "--draft-model: .*nonexistent" run -m ${STORIES} -p hi --draft-model /nonexistent-draft.gguf)
+# Another vocabulary: the HF fixture has 512 tokens too but no tokenizer to compare; the "tiny"
+# random-weight model has 512 tokens of other texts.
+expect_error_matching(1 "cannot be compared: .* has no tokenizer"
+                      run -m ${STORIES} -p hi --draft-model ${SHARED_MODELS}/../fixtures/hf/llama_gqa)
+set(OTHER_VOCAB ${CMAKE_CURRENT_BINARY_DIR}/cli_errors_other_vocab.gguf)
+execute_process(COMMAND ${TESSERA} random-model --shape tiny --dtype f32 -o ${OTHER_VOCAB} RESULT_VARIABLE rm_rc
+                OUTPUT_QUIET ERROR_QUIET)
+if(rm_rc EQUAL 0)
+  expect_error_matching(1 "has another vocabulary than the target .*: token [0-9]+ is "
+                        run -m ${STORIES} -p hi --draft-model ${OTHER_VOCAB})
+  file(REMOVE ${OTHER_VOCAB})
+else()
+  message(FATAL_ERROR "tessera random-model failed (${rm_rc})")
+endif()
 expect_error(1 run -m /nonexistent.gguf -p hi)
 expect_error(1 run -m ${CMAKE_CURRENT_LIST_FILE} -p hi)
 expect_error(1 run -m ${STORIES} -p "Once upon a time there was a dog" --ctx-size 4)

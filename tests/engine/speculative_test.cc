@@ -4,18 +4,22 @@
 // non-speculating requests, chunked prefill, prefix caching and preemption),
 // the block accounting holds after every step, and with a random proposer
 // whose q differs from p the emitted tokens still follow the target's own
-// distribution (chi-square tests).
+// distribution (chi-square tests), and so do they with a perturbed copy of
+// the model as the draft (draft_proposer.h).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <random>
 
 #include "engine/engine_core.h"
 #include "engine/ngram_proposer.h"
 #include "sample/sampler.h"
+#include "spec_test_util.h"
 #include "test_support.h"
 
 namespace tessera {
@@ -80,87 +84,6 @@ TEST(SpeculativeOptions, BadValuesAreRefusedByName) {
 }
 
 // --- Engine on stories260K --------------------------------------------------------
-
-struct Job {
-  std::vector<int32_t> prompt;
-  GenerationOptions options;
-};
-
-struct Outcome {
-  std::vector<ChoiceResult> choices;
-  RequestMetrics metrics;
-  std::vector<std::vector<int32_t>> streamed_tokens;  // [choice] tokens of the streamed events
-  std::vector<std::string> streamed_text;             // [choice] their text, concatenated
-};
-
-// Runs all jobs in one engine, checking the block accounting after every step.
-std::vector<Outcome> run_jobs(const Model& m, const std::vector<Job>& jobs, const EngineConfig& cfg,
-                              EngineMetrics* metrics = nullptr) {
-  auto engine = EngineCore::create(m, cfg);
-  EXPECT_TRUE(engine.ok()) << engine.status().to_string();
-  if (!engine.ok()) return {};
-  std::vector<Outcome> out(jobs.size());
-  std::map<uint64_t, size_t> index;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    auto id = (*engine)->submit(jobs[i].prompt, jobs[i].options, [&out, &index](const RequestEvent& ev) {
-      Outcome& o = out[index.at(ev.request_id)];
-      if (!ev.request_finished) {
-        const auto c = static_cast<size_t>(ev.step.choice);
-        if (o.streamed_tokens.size() <= c) {
-          o.streamed_tokens.resize(c + 1);
-          o.streamed_text.resize(c + 1);
-        }
-        if (ev.step.token >= 0) o.streamed_tokens[c].push_back(ev.step.token);
-        o.streamed_text[c] += ev.step.text;
-        if (ev.step.token >= 0 && ev.step.logprobs != nullptr) {
-          EXPECT_EQ(ev.step.logprobs->token, ev.step.token);
-        }
-      }
-      if (ev.request_finished) {
-        EXPECT_TRUE(ev.error.ok()) << ev.error.to_string();
-        out[index.at(ev.request_id)].choices = *ev.results;
-        out[index.at(ev.request_id)].metrics = *ev.metrics;
-      }
-    });
-    EXPECT_TRUE(id.ok()) << id.status().to_string();
-    index[*id] = i;
-  }
-  int64_t steps = 0;
-  while ((*engine)->step()) {
-    const Status st = (*engine)->check_invariants();
-    EXPECT_TRUE(st.ok()) << "after step " << steps << ": " << st.to_string();
-    if (!st.ok()) break;
-    ++steps;
-  }
-  EXPECT_TRUE((*engine)->check_invariants().ok());
-  EXPECT_EQ((*engine)->metrics().kv_blocks_used, 0);  // every block free or cached
-  if (metrics) *metrics = (*engine)->metrics();
-  return out;
-}
-
-void expect_same(const Outcome& got, const Outcome& want, const std::string& what) {
-  ASSERT_EQ(got.choices.size(), want.choices.size()) << what;
-  for (size_t c = 0; c < want.choices.size(); ++c) {
-    const ChoiceResult& g = got.choices[c];
-    const ChoiceResult& w = want.choices[c];
-    EXPECT_EQ(g.tokens, w.tokens) << what << " choice " << c;
-    EXPECT_EQ(g.text, w.text) << what << " choice " << c;
-    EXPECT_EQ(g.finish, w.finish) << what << " choice " << c;
-    ASSERT_EQ(g.logprobs.size(), w.logprobs.size()) << what;
-    for (size_t t = 0; t < w.logprobs.size(); ++t) {
-      EXPECT_EQ(g.logprobs[t].token, w.logprobs[t].token);
-      EXPECT_EQ(g.logprobs[t].logprob, w.logprobs[t].logprob) << what << " token " << t;  // same logits bit for bit
-      EXPECT_EQ(g.logprobs[t].top, w.logprobs[t].top);
-    }
-  }
-  EXPECT_EQ(got.metrics.generated_tokens, want.metrics.generated_tokens) << what;
-  // What was streamed is exactly the result: nothing past a stop.
-  for (size_t c = 0; c < got.choices.size(); ++c) {
-    const std::vector<int32_t> none;
-    EXPECT_EQ(c < got.streamed_tokens.size() ? got.streamed_tokens[c] : none, got.choices[c].tokens) << what;
-    EXPECT_EQ(c < got.streamed_text.size() ? got.streamed_text[c] : "", got.choices[c].text) << what;
-  }
-}
 
 class SpecOnStories : public ::testing::Test {
  protected:
@@ -370,54 +293,16 @@ class DraftLikeProposer final : public Proposer {
   std::mt19937_64 rng_;
 };
 
-// Upper alpha quantile of chi-square with df degrees of freedom
-// (Wilson-Hilferty; z = the standard normal's upper quantile).
-double chi2_critical(int df, double z) {
-  const double d = df;
-  const double a = 2.0 / (9.0 * d);
-  return d * std::pow(1.0 - a + z * std::sqrt(a), 3);
-}
-
-// Pearson's statistic of `counts` against probabilities `probs` over n
-// draws; cells expected below 5 are pooled into one. Returns (statistic, df).
-std::pair<double, int> chi2(const std::map<int32_t, int64_t>& counts, const std::map<int32_t, double>& probs,
-                            int64_t n) {
-  double stat = 0, pooled_e = 0, pooled_o = 0;
-  int cells = 0;
-  double mass = 0;
-  for (const auto& [t, p] : probs) {
-    mass += p;
-    const double e = p * static_cast<double>(n);
-    auto it = counts.find(t);
-    const double o = it == counts.end() ? 0.0 : static_cast<double>(it->second);
-    if (e < 5) {
-      pooled_e += e;
-      pooled_o += o;
-    } else {
-      stat += (o - e) * (o - e) / e;
-      ++cells;
-    }
-  }
-  for (const auto& [t, c] : counts) {
-    if (probs.find(t) == probs.end()) pooled_o += static_cast<double>(c);  // outside the support
-  }
-  if (pooled_e > 0) {
-    stat += (pooled_o - pooled_e) * (pooled_o - pooled_e) / pooled_e;
-    ++cells;
-  } else if (pooled_o > 0) {
-    stat = INFINITY;  // a token of probability 0 was emitted
-  }
-  EXPECT_NEAR(mass, 1.0, 1e-6);
-  return {stat, cells - 1};
-}
-
 class SpecDistribution : public SpecOnStories, public ::testing::WithParamInterface<int> {};
 
 TEST_P(SpecDistribution, FirstPositionsFollowTheTargetsDistribution) {
   SamplingParams sp;
   sp.min_p = 0;
   std::string name;
-  switch (GetParam()) {
+  // Parameters 3..5: the same settings with a real draft model, stories260K
+  // with noise on its weights (its q differs from p), instead of DraftLikeProposer.
+  const bool draft_model = GetParam() >= 3;
+  switch (GetParam() % 3) {
     case 0:  // temperature 1 (top-k 10 keeps the exact reference small)
       sp.temperature = 1.0f, sp.top_k = 10, sp.top_p = 1.0f, name = "temperature 1, top-k 10";
       break;
@@ -429,7 +314,19 @@ TEST_P(SpecDistribution, FirstPositionsFollowTheTargetsDistribution) {
       name = "temperature 1, top-k 10, repetition penalty 1.8";
       break;
   }
+  if (draft_model) name += ", perturbed draft model";
   SCOPED_TRACE(name);
+  std::unique_ptr<Model> draft;
+  if (draft_model) {
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("tessera_spec_draft_" + std::to_string(getpid()) + ".gguf"))
+            .string();
+    ASSERT_TRUE(write_perturbed_copy(model_->path(), path, 0.1, 2024).ok());
+    auto d = Model::load(path);
+    std::filesystem::remove(path);
+    ASSERT_TRUE(d.ok()) << d.status().to_string();
+    draft = std::move(d).value();
+  }
   const Tokenizer& tok = model_->tokenizer();
   const std::vector<int32_t> prompt = tok.encode("She saw a", true);  // uncertain at the next three positions
   const auto n_vocab = model_->config().n_vocab;
@@ -508,10 +405,16 @@ TEST_P(SpecDistribution, FirstPositionsFollowTheTargetsDistribution) {
   cfg.spec.adaptive = false;
   cfg.spec.disable_batch_size = 1000;
   const size_t prompt_len = prompt.size();
-  cfg.proposer_factory = [&tail_logits, prompt_len, n_vocab](uint64_t seed, int32_t choice) {
-    return std::make_unique<DraftLikeProposer>(&tail_logits, prompt_len, n_vocab,
-                                               seed * 31 + static_cast<uint64_t>(choice) + 12345);
-  };
+  if (draft_model) {
+    cfg.spec.method = "draft";
+    cfg.spec.draft_model = draft->path();
+    cfg.draft_model = draft.get();
+  } else {
+    cfg.proposer_factory = [&tail_logits, prompt_len, n_vocab](uint64_t seed, int32_t choice) {
+      return std::make_unique<DraftLikeProposer>(&tail_logits, prompt_len, n_vocab,
+                                                 seed * 31 + static_cast<uint64_t>(choice) + 12345);
+    };
+  }
   auto engine = EngineCore::create(*model_, cfg);
   ASSERT_TRUE(engine.ok());
   std::map<int32_t, int64_t> c0, c1, c2;
@@ -532,6 +435,7 @@ TEST_P(SpecDistribution, FirstPositionsFollowTheTargetsDistribution) {
     ASSERT_TRUE(id.ok());
   }
   (*engine)->run_until_idle();
+  EXPECT_TRUE((*engine)->check_invariants().ok());
   const EngineMetrics em = (*engine)->metrics();
   // Both verification outcomes occurred many times.
   EXPECT_GT(em.spec_accepted_tokens, kRuns / 5);
@@ -553,7 +457,7 @@ TEST_P(SpecDistribution, FirstPositionsFollowTheTargetsDistribution) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Params, SpecDistribution, ::testing::Values(0, 1, 2));
+INSTANTIATE_TEST_SUITE_P(Params, SpecDistribution, ::testing::Values(0, 1, 2, 3, 4, 5));
 
 }  // namespace
 }  // namespace tessera
