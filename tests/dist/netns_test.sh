@@ -49,13 +49,15 @@ exec ip netns exec \$ns unshare --uts sh -c "hostname \$name; \$*"
 AGENT
 chmod +x "$WORK/agent.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# --bind-to none: each namespace is a "host" that would bind its one rank to
+# core 0, so both ranks would share one core (docs/parallelism.md).
 tx_bytes() { ip netns exec "$NS_A" cat "/sys/class/net/$VA/statistics/tx_bytes"; }
 before=$(tx_bytes)
 want=$("$BIN" run -m "$MODEL" -p "Once upon a time" -n 32 --temp 0 -t 1 2>/dev/null)
 set +e
 got=$(ip netns exec "$NS_A" unshare --uts sh -c "hostname nodea; exec $MPIEXEC -q --oversubscribe \
   --mca plm_rsh_agent $WORK/agent.sh --mca btl tcp,self --mca btl_tcp_if_include $NET --mca oob_tcp_if_include $NET \
-  --host $A:1,$B:1 -np 2 $BIN run -m $MODEL -p 'Once upon a time' -n 32 --temp 0 -t 1 --tensor-parallel-size 2" \
+  --bind-to none --host $A:1,$B:1 -np 2 $BIN run -m $MODEL -p 'Once upon a time' -n 32 --temp 0 -t 1 --tensor-parallel-size 2" \
   2>"$WORK/err")
 rc=$?
 set -e
