@@ -31,6 +31,43 @@ struct Outcome {
   std::vector<std::string> streamed_text;             // [choice] their text, concatenated
 };
 
+// 16 jobs on stories260K: repetitive and plain prompts; stop strings,
+// logprobs, n = 2, penalties, max_tokens cutting runs; every 4th job does not
+// speculate. Greedy, or with `seeded` the odd jobs sample (T = 1 or 0.7,
+// fixed seeds).
+inline std::vector<Job> mixed_spec_jobs(const Tokenizer& tok, bool seeded) {
+  const char* prompts[] = {
+      "Lily and Tom went to the park. Lily and Tom went to the park. Lily and Tom",
+      "Once upon a time, there was a little girl named Lily. She loved to play outside",
+      "The cat sat on the mat. The dog sat on the mat. The bird sat on the",
+      "One day, a big dog ran to the park. One day, a big dog ran",
+      "Tom said, \"I want to play!\" Mom said, \"You can play.\" Tom said,",
+      "The sun was shining. The birds were singing.",
+  };
+  std::vector<Job> jobs;
+  for (int i = 0; i < 16; ++i) {
+    Job j;
+    j.prompt = tok.encode(prompts[i % 6], true);
+    GenerationOptions& o = j.options;
+    o.max_tokens = 20 + (i * 11) % 41;
+    if (!seeded || i % 2 == 0) {
+      o.sampling.temperature = 0;
+    } else {
+      o.sampling.temperature = i % 3 == 0 ? 1.0f : 0.7f;
+      o.sampling.seed = 77 + static_cast<uint64_t>(i);
+    }
+    if (i % 5 == 1) o.sampling.repetition_penalty = 1.3f;
+    if (i % 5 == 2) o.sampling.presence_penalty = 0.5f;
+    if (i % 7 == 3) o.logprobs = 2;
+    if (i % 6 == 5) o.stop = {"park", "mat."};
+    if (i == 9) o.n = 2;
+    if (i == 10) o.stop_token_ids = {tok.encode(" the", false).back()};
+    o.speculative = i % 4 != 3;
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
+}
+
 // Runs all jobs in one engine, checking the block accounting after every step.
 inline std::vector<Outcome> run_jobs(const Model& m, const std::vector<Job>& jobs, const EngineConfig& cfg,
                                      EngineMetrics* metrics = nullptr) {
