@@ -130,15 +130,16 @@ Result<std::unique_ptr<Engine>> load_engine(const EngineOptions& o) {
                  "--pipeline-parallel-size (the draft model runs on one rank only) (see --help)\n");
     std::exit(kExitUsage);
   }
+  if (Status st = parallel_setup(o); !st.ok()) {
+    if (launched_rank() == 0) fmt::print(stderr, "tessera: error: {} (see --help)\n", st.message());
+    std::exit(st.code() == StatusCode::kInvalidArgument ? kExitUsage : 1);
+  }
+  // After the ranks compared their flags: a refused launch gets only its error.
   if (p.world_size() == 1 && launched_ranks() > 1 && launched_rank() == 0) {
     fmt::print(stderr,
                "tessera: warning: started as {} MPI ranks without --tensor-parallel-size / --pipeline-parallel-size: "
                "every rank runs the whole model on its own\n",
                launched_ranks());
-  }
-  if (Status st = parallel_setup(o); !st.ok()) {
-    if (launched_rank() == 0) fmt::print(stderr, "tessera: error: {} (see --help)\n", st.message());
-    std::exit(st.code() == StatusCode::kInvalidArgument ? kExitUsage : 1);
   }
   if (p.world_size() > 1) {
     if (const int rank = parallel_rank(); rank != 0) {
@@ -239,6 +240,12 @@ Result<uint64_t> kv_memory_bytes(const EngineFlags& f) {
 }
 
 int check_parallel_flags(const ParallelOptions& p, bool print) {
+  for (const int layers : p.pp_layer_split) {
+    if (layers >= 1) continue;
+    if (print)
+      fmt::print(stderr, "tessera: error: --pp-layer-split: every stage needs at least 1 layer (see --help)\n");
+    return kExitUsage;
+  }
   if (p.pp_layer_split.empty() || static_cast<int>(p.pp_layer_split.size()) == p.pipeline_parallel_size) return 0;
   if (print)
     fmt::print(

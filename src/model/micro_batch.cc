@@ -1,7 +1,9 @@
 #include "model/micro_batch.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <string>
 
 namespace tessera {
 
@@ -11,17 +13,33 @@ namespace {
 // (docs/parallelism.md).
 constexpr int32_t kDefaultMinRows = 32;
 constexpr int kMaxMicroBatchesPerStage = 4;
+constexpr long kMaxMinRows = 1 << 20;
+
+// The variable's value; -1 when it is not an integer in [0, kMaxMinRows].
+long env_min_rows() {
+  const char* v = std::getenv("TESSERA_PP_MICRO_BATCH_ROWS");
+  if (v == nullptr || *v == '\0') return kDefaultMinRows;
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || n < 0 || n > kMaxMinRows) return -1;
+  return n;
+}
 
 }  // namespace
 
 int32_t micro_batch_min_rows() {
   static const int32_t rows = [] {
-    const char* v = std::getenv("TESSERA_PP_MICRO_BATCH_ROWS");
-    if (v == nullptr || *v == '\0') return kDefaultMinRows;
-    const long n = std::strtol(v, nullptr, 10);
-    return n <= 0 ? int32_t{0} : static_cast<int32_t>(std::min<long>(n, 1 << 20));
+    const long n = env_min_rows();
+    return static_cast<int32_t>(n < 0 ? kDefaultMinRows : n);
   }();
   return rows;
+}
+
+Status check_micro_batch_env() {
+  if (env_min_rows() >= 0) return {};
+  return invalid_argument(std::string("TESSERA_PP_MICRO_BATCH_ROWS=") + std::getenv("TESSERA_PP_MICRO_BATCH_ROWS") +
+                          ": expected an integer from 0 to " + std::to_string(kMaxMinRows));
 }
 
 std::vector<std::pair<int32_t, int32_t>> micro_batch_ranges(int32_t n_tokens, int pp_size, int32_t min_rows) {

@@ -19,13 +19,18 @@
 #include <vector>
 
 #include "backend/forward_batch.h"
+#include "tessera/status.h"
 
 namespace tessera {
 
 // Fewest rows a micro-batch has (measured on the CPU backend: below about
 // this many rows a matmul is bandwidth-bound; docs/parallelism.md).
-// TESSERA_PP_MICRO_BATCH_ROWS overrides it (0: never cut), for measurement.
+// TESSERA_PP_MICRO_BATCH_ROWS overrides it (0: never cut), for measurement;
+// every rank must see the same value (join_parallel_launch compares them).
 int32_t micro_batch_min_rows();
+// Checks TESSERA_PP_MICRO_BATCH_ROWS: unset, or an integer in [0, 2^20].
+// Error (kInvalidArgument) naming the variable and its value otherwise.
+Status check_micro_batch_env();
 
 // Row ranges [begin, end) of the micro-batches of a step of `n_tokens` rows
 // on `pp_size` stages: one range (no cut) for a single stage or a batch

@@ -7,7 +7,8 @@
 #  3. a model file missing on one rank (an MPMD launch, as on a host without
 #     the file) is one error line from rank 0 and a non-zero exit;
 #  4. ranks given different models: one line, no hang;
-#  5. a rank started without the parallel flags (MPMD): one line, exit 2, no hang.
+#  5. a rank started without the parallel flags (MPMD): one line, exit 2, no hang;
+#  6. ranks that see different TESSERA_PP_MICRO_BATCH_ROWS: one line, exit 2.
 # Run by ctest: parallel_serve_test.sh TESSERA_BIN MPIEXEC MODEL. Exit 77 = skipped (no model and
 # TESSERA_SKIP_MISSING_DATA=1).
 set -euo pipefail
@@ -128,6 +129,20 @@ if [ "$rc" -eq 2 ] && [ "$errors" -eq 1 ] && grep -q "^tessera: error: the ranks
   ok "a rank without the parallel flags: exit $rc, one line: $(grep '^tessera: error' <<<"$out")"
 else
   fail "a rank without the parallel flags: exit $rc (124: hung), output: $out"
+fi
+
+# 6. The pipeline micro-batch cut must be the same on every rank.
+set +e
+out=$(timeout 60 "${MPI[@]}" -np 1 -x TESSERA_PP_MICRO_BATCH_ROWS=0 "$BIN" run -m "$MODEL" -p hi -n 2 \
+  --pipeline-parallel-size 2 : -np 1 -x TESSERA_PP_MICRO_BATCH_ROWS=32 "$BIN" run -m "$MODEL" -p hi -n 2 \
+  --pipeline-parallel-size 2 2>&1)
+rc=$?
+set -e
+errors=$(grep -c '^tessera: error' <<<"$out" || true)
+if [ "$rc" -eq 2 ] && [ "$errors" -eq 1 ] && grep -q "^tessera: error: the ranks see different TESSERA_PP_MICRO_BATCH_ROWS" <<<"$out"; then
+  ok "ranks with different micro-batch settings: exit $rc, one line: $(grep '^tessera: error' <<<"$out")"
+else
+  fail "ranks with different micro-batch settings: exit $rc (124: hung), output: $out"
 fi
 
 [ "$FAILURES" -eq 0 ] || { echo "$FAILURES failure(s)"; exit 1; }

@@ -91,6 +91,7 @@ set(TESSERA ${TESSERA_REAL})
 expect_error_matching(2 "--pp-layer-split gives 2 stages' layers; --pipeline-parallel-size is 1"
                       run -m ${STORIES} -p hi --pp-layer-split 4,1)
 expect_error_matching(2 "start it with mpirun -np 2" run -m ${STORIES} -p hi --tensor-parallel-size 2)
+expect_error_matching(2 "--pp-layer-split: every stage needs at least 1 layer" inspect ${STORIES} --pipeline-parallel-size 2 --pp-layer-split 5,0)
 expect_error_matching(2 "--pp-layer-split gives 1 stages' layers" inspect ${STORIES} --pipeline-parallel-size 2 --pp-layer-split 5)
 # quantize never overwrites its own input: the file is refused and left as it was.
 set(same ${CMAKE_CURRENT_BINARY_DIR}/cli_errors_quantize_same.gguf)
