@@ -28,7 +28,11 @@ MODEL=${TESSERA_SHARED_DIR:-$ROOT/../shared}/models/stories260K.gguf
 MINUTES=10
 WORKERS=8
 OUT=""
+usage() { echo "soak.sh: $1 (see --help)" >&2; exit 2; }
 while [ $# -gt 0 ]; do
+  case $1 in
+    --bin | --model | --minutes | --workers | --out) [ $# -ge 2 ] || usage "$1 needs a value" ;;
+  esac
   case $1 in
     --bin) BIN=$2; shift 2 ;;
     --model) MODEL=$2; shift 2 ;;
@@ -36,9 +40,11 @@ while [ $# -gt 0 ]; do
     --workers) WORKERS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
-    *) echo "soak.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) usage "unknown argument '$1'" ;;
   esac
 done
+case $MINUTES in '' | *[!0-9]* | 0) usage "--minutes must be a positive whole number, not '$MINUTES'" ;; esac
+case $WORKERS in '' | *[!0-9]* | 0) usage "--workers must be a positive whole number, not '$WORKERS'" ;; esac
 [ -x "$BIN" ] || { echo "soak.sh: no tessera binary at $BIN (build first or pass --bin)" >&2; exit 2; }
 [ -f "$MODEL" ] || { echo "soak.sh: model not found: $MODEL (pass --model)" >&2; exit 2; }
 command -v curl >/dev/null || { echo "soak.sh: needs curl" >&2; exit 2; }
