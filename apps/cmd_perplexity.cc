@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -106,6 +107,10 @@ int perplexity_main(const PerplexityOptions& o) {
   std::ifstream base;
   if (!o.kl_base.empty()) {
     base.open(o.kl_base, std::ios::binary);
+    std::error_code ec;
+    if (!base || std::filesystem::is_directory(o.kl_base, ec)) {
+      return fail(not_found(o.kl_base + ": cannot open the --kl-base logits file"));
+    }
     LogitsHeader h;
     if (!base.read(reinterpret_cast<char*>(&h), sizeof h) || std::memcmp(h.magic, "TPLG", 4) != 0 || h.version != 1) {
       return fail(data_loss(o.kl_base + ": not a tessera logits file"));

@@ -49,7 +49,8 @@ using Progress = std::function<void(int done, int total, const std::string& name
 // `type`: a block format ("q8_0", "q4_0", "q4_k", ...), "f16"/"bf16"/"f32",
 // or a mix ("q4_k_m", "q5_k_m": llama.cpp's tensor-by-tensor choices).
 // `threads` >= 1. Errors: an unknown type, a missing/corrupt input, non-finite weights, an unwritable output,
-// an output that is the input file itself (kInvalidArgument; the input is left alone).
+// an output that is the input file itself (kInvalidArgument; the input is left alone), an output directory
+// that does not exist (kNotFound, before any tensor is read).
 Result<QuantizeSummary> quantize(const std::string& in_path, const std::string& out_path, const std::string& type,
                                  int threads, const Progress& progress = nullptr);
 std::vector<std::string> quantize_type_names();

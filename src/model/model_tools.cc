@@ -36,11 +36,17 @@ std::vector<std::string> quantize_type_names() {
 namespace {
 
 // The output would overwrite the input while it is read (and the input is
-// lost): the same path, a hard link or a symlink to it.
+// lost): the same path, a hard link or a symlink to it; or its directory does
+// not exist.
 Status check_output_is_not_input(const std::string& in_path, const std::string& out_path) {
   std::error_code ec;
   if (std::filesystem::exists(out_path, ec) && std::filesystem::equivalent(in_path, out_path, ec) && !ec) {
     return invalid_argument("the output " + out_path + " is the input file: write to another path");
+  }
+  // Fail before the conversion, not after it.
+  const std::filesystem::path dir = std::filesystem::path(out_path).parent_path();
+  if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+    return not_found(out_path + ": cannot create: no directory " + dir.string());
   }
   return {};
 }

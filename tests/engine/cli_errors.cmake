@@ -93,6 +93,10 @@ expect_error_matching(2 "--pp-layer-split gives 2 stages' layers; --pipeline-par
 expect_error_matching(2 "start it with mpirun -np 2" run -m ${STORIES} -p hi --tensor-parallel-size 2)
 expect_error_matching(2 "--pp-layer-split: every stage needs at least 1 layer" inspect ${STORIES} --pipeline-parallel-size 2 --pp-layer-split 5,0)
 expect_error_matching(2 "--pp-layer-split gives 1 stages' layers" inspect ${STORIES} --pipeline-parallel-size 2 --pp-layer-split 5)
+# quantize and perplexity name a missing output directory / logits file before any work.
+expect_error_matching(1 "cannot create: no directory /nonexistent-dir" quantize ${STORIES} /nonexistent-dir/out.gguf q8_0)
+expect_error_matching(1 "cannot open the --kl-base logits file"
+                      perplexity -m ${STORIES} -f ${STORIES} --ctx 64 --kl-base /nonexistent.logits)
 # quantize never overwrites its own input: the file is refused and left as it was.
 set(same ${CMAKE_CURRENT_BINARY_DIR}/cli_errors_quantize_same.gguf)
 file(COPY_FILE ${STORIES} ${same})
