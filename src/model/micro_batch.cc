@@ -61,8 +61,7 @@ std::vector<std::pair<int32_t, int32_t>> micro_batch_ranges(int32_t n_tokens, in
 
 ForwardBatch slice_batch(const ForwardBatch& b, int32_t begin, int32_t end) {
   ForwardBatch s;
-  const auto first = b.token_ids.begin() + begin, last = b.token_ids.begin() + end;
-  s.token_ids.assign(first, last);
+  s.token_ids.assign(b.token_ids.begin() + begin, b.token_ids.begin() + end);
   s.positions.assign(b.positions.begin() + begin, b.positions.begin() + end);
   s.slot_mapping.assign(b.slot_mapping.begin() + begin, b.slot_mapping.begin() + end);
   for (const AttentionSeq& q : b.seqs) {

@@ -89,61 +89,46 @@ done
 if [ "$cut" -gt 0 ]; then ok "$cut of 8 streams ended without [DONE] (the rest had finished)"; else
   fail "every stream had finished before the kill: the fault was not tested mid-stream"; fi
 
-# 3. A model missing on one rank.
-set +e
-out=$("${MPI[@]}" -np 1 "$BIN" run -m "$MODEL" -p hi -n 2 --tensor-parallel-size 2 : \
-  -np 1 "$BIN" run -m "$WORK/missing.gguf" -p hi -n 2 --tensor-parallel-size 2 2>&1)
-rc=$?
-set -e
-errors=$(grep -c '^tessera: error' <<<"$out" || true)
-if [ "$rc" -ne 0 ] && [ "$errors" -eq 1 ] && grep -q "^tessera: error: rank 1: .*missing.gguf" <<<"$out"; then
-  ok "missing model on rank 1: exit $rc, one line: $(grep '^tessera: error' <<<"$out")"
-else
-  fail "missing model on rank 1: exit $rc, output: $out"
-fi
-
-# 4. Ranks given different models (rank 1's is a Hugging Face fixture of another shape): one line, no hang.
-OTHER=$(dirname "$(dirname "$MODEL")")/fixtures/hf/llama_gqa
-if [ -d "$OTHER" ]; then
+# expect_one_error WHAT RC PATTERN MPIRUN_ARGS...: the launch ends within 60 s
+# with exit RC ("nonzero": any but 0 and timeout's 124) and exactly one
+# "tessera: error" line, matching PATTERN.
+expect_one_error() {
+  local what=$1 want=$2 pattern=$3 out rc errors
+  shift 3
   set +e
-  out=$(timeout 60 "${MPI[@]}" -np 1 "$BIN" run -m "$MODEL" -p hi -n 2 --tensor-parallel-size 2 : \
-    -np 1 "$BIN" run -m "$OTHER" -p hi -n 2 --tensor-parallel-size 2 2>&1)
+  out=$(timeout 60 "${MPI[@]}" "$@" 2>&1)
   rc=$?
   set -e
   errors=$(grep -c '^tessera: error' <<<"$out" || true)
-  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$errors" -eq 1 ] && grep -q "^tessera: error: rank 1: .*is not rank 0's model" <<<"$out"; then
-    ok "different models on the ranks: exit $rc, one line: $(grep '^tessera: error' <<<"$out")"
+  if { [ "$want" = nonzero ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || [ "$rc" = "$want" ]; } &&
+    [ "$errors" -eq 1 ] && grep -q "^tessera: error: $pattern" <<<"$out"; then
+    ok "$what: exit $rc, one line: $(grep '^tessera: error' <<<"$out")"
   else
-    fail "different models on the ranks: exit $rc (124: hung), output: $out"
+    fail "$what: exit $rc (124: hung), output: $out"
   fi
+}
+
+# 3. A model missing on one rank.
+expect_one_error "missing model on rank 1" nonzero "rank 1: .*missing.gguf" \
+  -np 1 "$BIN" run -m "$MODEL" -p hi -n 2 --tensor-parallel-size 2 : \
+  -np 1 "$BIN" run -m "$WORK/missing.gguf" -p hi -n 2 --tensor-parallel-size 2
+
+# 4. Ranks given different models (rank 1's is a Hugging Face fixture of another shape).
+OTHER=$(dirname "$(dirname "$MODEL")")/fixtures/hf/llama_gqa
+if [ -d "$OTHER" ]; then
+  expect_one_error "different models on the ranks" nonzero "rank 1: .*is not rank 0's model" \
+    -np 1 "$BIN" run -m "$MODEL" -p hi -n 2 --tensor-parallel-size 2 : \
+    -np 1 "$BIN" run -m "$OTHER" -p hi -n 2 --tensor-parallel-size 2
 fi
 
 # 5. A rank started without the parallel flags: every rank joins MPI and the layouts are compared.
-set +e
-out=$(timeout 60 "${MPI[@]}" -np 1 "$BIN" run -m "$MODEL" -p hi -n 2 --tensor-parallel-size 2 : \
-  -np 1 "$BIN" run -m "$MODEL" -p hi -n 2 2>&1)
-rc=$?
-set -e
-errors=$(grep -c '^tessera: error' <<<"$out" || true)
-if [ "$rc" -eq 2 ] && [ "$errors" -eq 1 ] && grep -q "^tessera: error: the ranks were started with different parallel flags" <<<"$out"; then
-  ok "a rank without the parallel flags: exit $rc, one line: $(grep '^tessera: error' <<<"$out")"
-else
-  fail "a rank without the parallel flags: exit $rc (124: hung), output: $out"
-fi
+expect_one_error "a rank without the parallel flags" 2 "the ranks were started with different parallel flags" \
+  -np 1 "$BIN" run -m "$MODEL" -p hi -n 2 --tensor-parallel-size 2 : -np 1 "$BIN" run -m "$MODEL" -p hi -n 2
 
 # 6. The pipeline micro-batch cut must be the same on every rank.
-set +e
-out=$(timeout 60 "${MPI[@]}" -np 1 -x TESSERA_PP_MICRO_BATCH_ROWS=0 "$BIN" run -m "$MODEL" -p hi -n 2 \
-  --pipeline-parallel-size 2 : -np 1 -x TESSERA_PP_MICRO_BATCH_ROWS=32 "$BIN" run -m "$MODEL" -p hi -n 2 \
-  --pipeline-parallel-size 2 2>&1)
-rc=$?
-set -e
-errors=$(grep -c '^tessera: error' <<<"$out" || true)
-if [ "$rc" -eq 2 ] && [ "$errors" -eq 1 ] && grep -q "^tessera: error: the ranks see different TESSERA_PP_MICRO_BATCH_ROWS" <<<"$out"; then
-  ok "ranks with different micro-batch settings: exit $rc, one line: $(grep '^tessera: error' <<<"$out")"
-else
-  fail "ranks with different micro-batch settings: exit $rc (124: hung), output: $out"
-fi
+expect_one_error "ranks with different micro-batch settings" 2 "the ranks see different TESSERA_PP_MICRO_BATCH_ROWS" \
+  -np 1 -x TESSERA_PP_MICRO_BATCH_ROWS=0 "$BIN" run -m "$MODEL" -p hi -n 2 --pipeline-parallel-size 2 : \
+  -np 1 -x TESSERA_PP_MICRO_BATCH_ROWS=32 "$BIN" run -m "$MODEL" -p hi -n 2 --pipeline-parallel-size 2
 
 [ "$FAILURES" -eq 0 ] || { echo "$FAILURES failure(s)"; exit 1; }
 echo "all parallel serve checks passed"
