@@ -205,6 +205,11 @@ void add_spec_flags(CLI::App& app, SpeculativeOptions& s) {
          "--no-spec-adaptive", [&s](int64_t) { s.adaptive = false; },
          "Keep --spec-k fixed instead of adapting it per sequence to its acceptance")
       ->group(kGroupSpeculative);
+  app.add_flag(
+         "--no-spec-cost-aware", [&s](int64_t) { s.cost_aware = false; },
+         "Speculate whenever there are proposals, instead of only when the measured step times and acceptance say "
+         "it pays")
+      ->group(kGroupSpeculative);
 }
 
 int check_spec_flags(const SpeculativeOptions& s) {

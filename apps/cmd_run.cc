@@ -274,9 +274,10 @@ int run_main(RunOptions o) {
   if (o.sched.spec.enabled()) {
     fmt::print(stderr,
                "speculative ({}, k {}): {} tokens proposed, {} accepted (acceptance rate {:.1f}%), "
-               "{:.2f} accepted per verifying step\n",
+               "{:.2f} accepted per verifying step; {} steps declined by the cost-aware switch{}\n",
                o.sched.spec.effective_method(), o.sched.spec.k, em.spec_proposed_tokens, em.spec_accepted_tokens,
-               100.0 * em.spec_acceptance_rate(), em.spec_mean_accepted_length());
+               100.0 * em.spec_acceptance_rate(), em.spec_mean_accepted_length(), em.spec_declined_steps,
+               em.spec_draft_ms > 0 ? fmt::format("; drafting {:.1f} ms", em.spec_draft_ms) : "");
   }
   return exit_code;
 }

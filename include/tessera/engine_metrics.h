@@ -60,6 +60,11 @@ struct EngineMetrics {
   int64_t spec_proposed_tokens = 0;
   int64_t spec_accepted_tokens = 0;
   int64_t spec_steps = 0;
+  // Time in the draft model's proposing (its forward calls and drafting), and
+  // steps in which the cost-aware switch (SpeculativeOptions::cost_aware)
+  // verified no proposal because they would not have paid.
+  double spec_draft_ms = 0;
+  int64_t spec_declined_steps = 0;
   double spec_acceptance_rate() const {
     return spec_proposed_tokens > 0
                ? static_cast<double>(spec_accepted_tokens) / static_cast<double>(spec_proposed_tokens)

@@ -31,6 +31,13 @@ struct SpeculativeOptions {
   // (stories260K) of decode tokens/s on the AVX2 CPU backend (README, bench --spec).
   int32_t disable_batch_size = 4;
   bool adaptive = true;  // per-sequence lookahead shrinks after rejections and grows after full acceptance
+  // --no-spec-cost-aware turns it off: each step caps every sequence's
+  // proposals at the number that maximises expected tokens per millisecond,
+  // from the measured forward time per row count (and the draft's time per
+  // drafted token) and each sequence's measured acceptance; 0 (no
+  // speculation) when proposals would cost more than they save (SmartSpec,
+  // arXiv:2406.14066; src/engine/spec_goodput.h).
+  bool cost_aware = true;
 
   bool enabled() const { return !method.empty() || !draft_model.empty(); }
   // The method in effect: method, or "draft" when only draft_model is set.

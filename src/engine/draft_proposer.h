@@ -60,6 +60,7 @@ class DraftModelProposer final : public BatchProposer {
   void propose(std::span<ProposeItem> items) override;
   void preempted(uint64_t seq_id) override { drop(seq_id); }
   void finished(uint64_t seq_id) override { drop(seq_id); }
+  bool runs_model() const override { return true; }
 
   // Draft KV accounting, for tests: every block referenced exactly by the
   // tables of the sequences it tracks, each table holding the blocks of its

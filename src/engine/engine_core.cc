@@ -47,7 +47,20 @@ struct EngineCore::Request {
   // Speculative decoding, per choice (empty when the request does not speculate).
   std::vector<Proposal> proposals;  // this step's proposal
   std::vector<int32_t> lookahead;   // the current k (adaptive)
+  std::vector<AcceptanceEstimate> acceptance;
+  // A deterministic proposal the cost-aware switch did not verify, and the
+  // position of its first token: the tokens the choice goes on to emit tell
+  // whether it would have been accepted (a one-hot proposal is accepted iff
+  // the target draws it), so its acceptance keeps being measured.
+  std::vector<std::vector<int32_t>> shadow;
+  std::vector<int64_t> shadow_position;
 };
+
+namespace {
+// Every this many decisions the cost-aware switch verifies the largest cap,
+// so that a step time measured during a slow spell is measured again.
+constexpr int64_t kExploreInterval = 64;
+}  // namespace
 
 Result<std::unique_ptr<EngineCore>> EngineCore::create(const Model& model, const EngineConfig& config) {
   return create(model, config, nullptr);
@@ -184,6 +197,9 @@ void EngineCore::drain_inbox() {
       if (speculation_on() && r->options.speculative && !r->options.prompt_logits) {
         r->proposals.emplace_back();
         r->lookahead.push_back(config_.spec.k);
+        r->acceptance.emplace_back();
+        r->shadow.emplace_back();
+        r->shadow_position.push_back(0);
       }
     }
     Request& req = *r;
@@ -211,6 +227,21 @@ void EngineCore::propose() {
       r->proposals[c].clear();
       slot.num_spec = 0;
       const Sequence& seq = *r->seqs[c];
+      if (std::vector<int32_t>& shadow = r->shadow[c]; !shadow.empty()) {
+        // Compare the unverified proposal with what the choice emitted since.
+        const std::span<const int32_t> toks = seq.tokens();
+        const int64_t pos = r->shadow_position[c];
+        const auto seen = static_cast<int32_t>(
+            std::min<int64_t>(static_cast<int64_t>(shadow.size()), static_cast<int64_t>(toks.size()) - pos));
+        if (seen > 0) {
+          int32_t matched = 0;
+          while (matched < seen && toks[static_cast<size_t>(pos + matched)] == shadow[static_cast<size_t>(matched)])
+            ++matched;
+          // A mismatch is a rejection; a match with nothing after it yet counts as accepted so far.
+          r->acceptance[c].observe(matched < seen ? matched + 1 : matched, matched);
+          shadow.clear();
+        }
+      }
       if (!on || seq.finished() || slot.status != SeqStatus::kRunning || slot.num_tokens() - slot.num_computed != 1)
         continue;
       // Proposed positions stay below the request's token bound (and so the context).
@@ -228,13 +259,75 @@ void EngineCore::propose() {
     }
   }
   if (items.empty()) return;
-  proposer_->propose(items);
+  const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
+  if (proposer_->runs_model()) {
+    // Decide before paying for the draft's forward calls.
+    if (config_.spec.cost_aware) {
+      const int32_t cap = lookahead_cap(items, /*proposed=*/false);
+      if (cap == 0) return;
+      for (ProposeItem& item : items) item.k = std::min(item.k, cap);
+    }
+    int32_t drafted = 0;
+    for (const ProposeItem& item : items) drafted = std::max(drafted, item.k);
+    const auto t0 = Clock::now();
+    proposer_->propose(items);
+    const double ms = ms_between(t0, Clock::now());
+    draft_ms_per_token_.observe(static_cast<int64_t>(items.size()), ms / drafted);
+    std::lock_guard<std::mutex> lock(mu_);
+    metrics_.spec_draft_ms += ms;
+  } else {
+    proposer_->propose(items);
+    if (config_.spec.cost_aware) {
+      const int32_t cap = lookahead_cap(items, /*proposed=*/true);
+      for (ProposeItem& item : items) {
+        Proposal& prop = *item.out;
+        if (prop.tokens.size() <= static_cast<size_t>(cap)) continue;
+        Request& r = *requests_.at(item.seq_id >> kChoiceBits);
+        const auto c = static_cast<size_t>(item.choice);
+        if (cap == 0 && prop.q.empty()) {
+          r.shadow[c] = prop.tokens;
+          r.shadow_position[c] = r.seqs[c]->num_tokens();
+        }
+        prop.tokens.resize(static_cast<size_t>(cap));
+        if (!prop.q.empty()) prop.q.resize(prop.tokens.size() * n_vocab);
+      }
+    }
+  }
   for (const ProposeItem& item : items) {
     Proposal& prop = *item.out;
     if (prop.tokens.size() > static_cast<size_t>(item.k)) prop.tokens.resize(static_cast<size_t>(item.k));
     requests_.at(item.seq_id >> kChoiceBits)->slots[static_cast<size_t>(item.choice)]->num_spec =
         static_cast<int32_t>(prop.tokens.size());
   }
+}
+
+int32_t EngineCore::lookahead_cap(std::span<const ProposeItem> items, bool proposed) {
+  std::vector<SpecCandidate> cands;
+  cands.reserve(items.size());
+  int32_t largest = 0;
+  for (const ProposeItem& item : items) {
+    const Request& r = *requests_.at(item.seq_id >> kChoiceBits);
+    SpecCandidate cand;
+    cand.alpha = r.acceptance[static_cast<size_t>(item.choice)].value();
+    cand.max_tokens = proposed ? static_cast<int32_t>(item.out->tokens.size()) : item.k;
+    largest = std::max(largest, cand.max_tokens);
+    cands.push_back(cand);
+  }
+  if (largest == 0) return 0;
+  // Running sequences that do not speculate this step decode one row each.
+  const int64_t others = std::max<int64_t>(0, scheduler_.num_running() - static_cast<int64_t>(items.size()));
+  std::function<double(int32_t)> draft_ms;
+  if (!proposed) {
+    const double per_token = draft_ms_per_token_.estimate(static_cast<int64_t>(items.size()));
+    draft_ms = [per_token](int32_t cap) { return per_token * cap; };
+  }
+  int32_t cap = choose_lookahead_cap(cands, others, step_ms_, draft_ms);
+  if (++spec_decisions_ % kExploreInterval == 0) cap = largest;
+  if (cap == 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++metrics_.spec_declined_steps;
+  }
+  return cap;
 }
 
 void EngineCore::finish_request(Request& r, const Status& error, bool cancelled) {
@@ -312,6 +405,8 @@ Status EngineCore::run_forward(const SchedulerOutput& out, std::vector<float>& l
   const Status st = executor_->forward(b, logits);
   const double ms = ms_between(t0, Clock::now());
   const CommStats c1 = executor_->comm_stats();
+  if (speculation_on())
+    step_ms_.observe(b.n_tokens(), config_.step_ms_for_test ? config_.step_ms_for_test(b.n_tokens()) : ms);
   std::lock_guard<std::mutex> lock(mu_);
   ++metrics_.steps;
   metrics_.prompt_tokens_computed += prompt_tokens;
@@ -398,6 +493,7 @@ bool EngineCore::step() {
     }
     if (item.num_spec_tokens > 0) {
       scheduler_.commit_spec(r.slots[choice].get(), accepted);
+      r.acceptance[choice].observe(item.num_spec_tokens, accepted);
       r.metrics.spec_proposed_tokens += item.num_spec_tokens;
       r.metrics.spec_accepted_tokens += accepted;
       ++r.metrics.spec_steps;

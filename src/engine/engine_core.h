@@ -30,6 +30,7 @@
 #include "engine/model_executor.h"
 #include "engine/proposer.h"
 #include "engine/sequence.h"
+#include "engine/spec_goodput.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
 #include "model/transformer.h"
@@ -61,6 +62,10 @@ struct EngineConfig {
   // Test hook: makes each speculating sequence's proposer instead of
   // spec.method's (speculation is on when either is set).
   ProposerFactory proposer_factory;
+  // Test hook: the forward time (ms) the cost-aware switch records for a
+  // step of this many rows, instead of the measured one (deterministic
+  // decisions in tests).
+  std::function<double(int64_t rows)> step_ms_for_test;
   // spec.effective_method() "draft": the draft model (borrowed; it outlives
   // the engine), loaded by the caller from spec.draft_model.
   const Model* draft_model = nullptr;
@@ -130,8 +135,14 @@ class EngineCore {
   Status run_forward(const SchedulerOutput& out, std::vector<float>& logits, std::vector<ItemRows>& rows);
   bool speculation_on() const { return proposer_ != nullptr; }
   // Asks the proposers of decoding sequences for this step's tokens (none
-  // when more than spec.disable_batch_size sequences run).
+  // when more than spec.disable_batch_size sequences run), as many as the
+  // cost-aware switch finds worth verifying (spec_goodput.h).
   void propose();
+  // The goodput-maximising cap on this step's proposals per sequence, given
+  // each item's acceptance estimate and what it could take (item.k, or the
+  // length of what it proposed when `proposed`); counts the step as
+  // declined when the cap is 0.
+  int32_t lookahead_cap(std::span<const ProposeItem> items, bool proposed);
   // Copies scheduler and KV gauges into metrics_ (read by other threads).
   void publish_gauges();
 
@@ -148,6 +159,12 @@ class EngineCore {
   std::vector<std::unique_ptr<Request>> inbox_;
   std::vector<uint64_t> cancels_;
   EngineMetrics metrics_;
+  // The cost-aware switch's measurements (engine thread): forward ms per
+  // step by its rows, and the draft's ms per drafted token by the number of
+  // sequences it drafted for.
+  StepTimeModel step_ms_;
+  StepTimeModel draft_ms_per_token_;
+  int64_t spec_decisions_ = 0;  // steps the switch decided (every kExploreInterval-th tries the largest cap)
   std::atomic<uint64_t> next_id_{1};
   uint64_t arrivals_ = 0;
   std::atomic<bool> stop_{false};

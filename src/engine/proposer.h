@@ -71,6 +71,11 @@ class BatchProposer {
   // Its own block accounting between steps (EngineCore::check_invariants);
   // kInternal naming the first violation.
   virtual Status check_invariants() const { return {}; }
+  // Whether proposing costs a model's forward calls (the draft model): the
+  // cost-aware switch then decides how many tokens to ask for before
+  // proposing; a cheap proposer (n-gram lookup) proposes first and the
+  // switch trims what it proposed.
+  virtual bool runs_model() const { return false; }
 };
 
 }  // namespace tessera

@@ -56,6 +56,11 @@ std::string ServerMetrics::render(const EngineMetrics& e, int64_t kv_blocks_tota
             static_cast<double>(e.spec_accepted_tokens));
   w.counter("tessera_spec_decode_num_drafts_total", "Sequence-steps that verified proposed tokens.",
             static_cast<double>(e.spec_steps));
+  w.counter("tessera_spec_decode_declined_steps_total",
+            "Steps whose proposals the cost-aware switch did not verify (they would not have paid).",
+            static_cast<double>(e.spec_declined_steps));
+  w.counter("tessera_spec_decode_draft_seconds_total", "Time the draft model spent proposing.",
+            e.spec_draft_ms / 1000.0);
   w.gauge("tessera_spec_decode_acceptance_rate", "Accepted / proposed tokens since start (0 without speculation).",
           e.spec_acceptance_rate());
   w.gauge("tessera_spec_decode_mean_accepted_length", "Accepted tokens per verifying sequence-step since start.",

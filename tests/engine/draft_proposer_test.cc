@@ -83,6 +83,7 @@ class DraftOnStories : public ::testing::Test {
     cfg.spec.draft_model = draft.path();
     cfg.spec.k = 4;
     cfg.spec.disable_batch_size = 64;
+    cfg.spec.cost_aware = false;  // draft for every proposal (exactness under forced speculation)
     cfg.draft_model = &draft;
     return cfg;
   }

@@ -115,6 +115,7 @@ EngineConfig spec_config(int32_t budget, bool prefix, uint64_t kv_bytes) {
   cfg.spec.method = "ngram";
   cfg.spec.k = 5;
   cfg.spec.disable_batch_size = 64;
+  cfg.spec.cost_aware = false;  // verify every proposal (the switch is tested on its own below)
   return cfg;
 }
 
@@ -202,6 +203,39 @@ TEST_F(SpecOnStories, CancellingASpeculatingRequestFreesItsBlocks) {
   EXPECT_TRUE(cancelled);
   EXPECT_TRUE((*engine)->check_invariants().ok());
   EXPECT_EQ((*engine)->metrics().kv_blocks_used, 0);
+}
+
+// The cost-aware switch (spec_goodput.h) with step times injected: when an
+// extra row costs as much as the first, no proposal is verified (the steps
+// count as declined) except the exploration steps; when extra rows are free,
+// proposals are verified. The tokens are the non-speculative ones either way.
+TEST_F(SpecOnStories, CostAwareSwitchVerifiesOnlyWhenRowsAreCheap) {
+  std::vector<Job> jobs = make_jobs();
+  jobs[0].options.max_tokens = 80;
+  jobs[0].options.ignore_eos = true;
+  EngineConfig plain = spec_config(512, true, kRoomyKv);
+  plain.spec = SpeculativeOptions();
+  const auto want = run_jobs(*model_, {jobs[0]}, plain);
+  for (bool cheap : {false, true}) {
+    SCOPED_TRACE(cheap ? "cheap extra rows" : "every row costs the same");
+    EngineConfig cfg = spec_config(512, true, kRoomyKv);
+    cfg.spec.cost_aware = true;
+    cfg.step_ms_for_test = [cheap](int64_t rows) { return cheap ? 10.0 + 0.01 * rows : 10.0 * rows; };
+    EngineMetrics em;
+    const auto got = run_jobs(*model_, {jobs[0]}, cfg, &em);  // greedy, a repetitive prompt
+    expect_same(got[0], want[0], "job 0");
+    std::printf("%s: %lld proposed, %lld accepted, %lld declined steps\n", cheap ? "cheap" : "costly",
+                static_cast<long long>(em.spec_proposed_tokens), static_cast<long long>(em.spec_accepted_tokens),
+                static_cast<long long>(em.spec_declined_steps));
+    if (cheap) {
+      EXPECT_GT(em.spec_accepted_tokens, 10);
+      EXPECT_EQ(em.spec_declined_steps, 0);
+    } else {
+      // At most one exploration step in 64 decisions verifies (k = 5 proposals).
+      EXPECT_LE(em.spec_proposed_tokens, 5 * (em.spec_declined_steps / 63 + 1));
+      EXPECT_GT(em.spec_declined_steps, 10);
+    }
+  }
 }
 
 TEST_F(SpecOnStories, BadConfigurationIsRefused) {
@@ -368,6 +402,7 @@ TEST_P(SpecDistribution, FirstPositionsFollowTheTargetsDistribution) {
   cfg.enable_prefix_cache = true;
   cfg.spec.k = 3;
   cfg.spec.adaptive = false;
+  cfg.spec.cost_aware = false;
   cfg.spec.disable_batch_size = 1000;
   const size_t prompt_len = prompt.size();
   if (draft_model) {

@@ -131,6 +131,8 @@ TEST(ServerMetricsTest, EveryCounterMatchesAScriptedWorkload) {
   EXPECT_EQ(sample(t, "tessera_spec_decode_num_draft_tokens_total"), 0);
   EXPECT_EQ(sample(t, "tessera_spec_decode_num_accepted_tokens_total"), 0);
   EXPECT_EQ(sample(t, "tessera_spec_decode_num_drafts_total"), 0);
+  EXPECT_EQ(sample(t, "tessera_spec_decode_declined_steps_total"), 0);
+  EXPECT_EQ(sample(t, "tessera_spec_decode_draft_seconds_total"), 0);
   (*srv)->stop(std::chrono::milliseconds(0));
   (*engine)->stop();
 }
