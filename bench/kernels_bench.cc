@@ -148,6 +148,14 @@ void BM_Prefill64(benchmark::State& state) {
   run_matmul(state, static_cast<DType>(state.range(1)), 64);
 }
 
+// A speculative verification step's shape: one sequence's last token plus its
+// k proposals (1 + k rows, k = 0..7) against DRAM-resident weights. Ideally
+// as fast as one row while memory-bound (the rows share each weight read);
+// the ratio to rows:1 is what verifying k proposals costs (spec_goodput.h).
+void BM_FewRows(benchmark::State& state) {
+  run_matmul(state, static_cast<DType>(state.range(1)), state.range(3));
+}
+
 void dtype_args(benchmark::internal::Benchmark* b) {
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
     for (int threads : {1, 2}) {
@@ -167,6 +175,17 @@ void matmul_config(benchmark::internal::Benchmark* b) {
       ->ReportAggregatesOnly(true);
 }
 BENCHMARK(BM_Decode)->Apply(matmul_config<5>);
+BENCHMARK(BM_FewRows)
+    ->ArgsProduct({{2},
+                   {static_cast<int64_t>(DType::kF16), static_cast<int64_t>(DType::kQ8_0),
+                    static_cast<int64_t>(DType::kQ4_0), static_cast<int64_t>(DType::kQ4_K)},
+                   {1},
+                   {1, 2, 3, 5, 8}})
+    ->ArgNames({"threads", "dtype", "tiled", "rows"})
+    ->UseRealTime()
+    ->MinTime(0.2)
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true);
 BENCHMARK(BM_DecodeHot)->Apply(matmul_config<3>);
 BENCHMARK(BM_Batch16)->Apply(matmul_config<3>);
 BENCHMARK(BM_Prefill64)->Apply(matmul_config<3>);
