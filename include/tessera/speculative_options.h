@@ -45,7 +45,8 @@ struct SpeculativeOptions {
   // kInvalidArgument naming the flag: an unknown method, k outside [1, 32],
   // n-gram sizes outside 1 <= min <= max <= 16, disable_batch_size < 1,
   // "draft" without a draft model or a draft model with another method,
-  // draft_kv_tokens < 0, draft_threads < 0.
+  // draft_kv_tokens < 0, draft_threads < 0, draft_kv_tokens or
+  // draft_threads set without a draft model.
   Status validate() const;
 };
 

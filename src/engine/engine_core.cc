@@ -100,6 +100,13 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const Model& model, const
           "--draft-model cannot be combined with --tensor-parallel-size/--pipeline-parallel-size (the draft runs on "
           "one rank only)");
     }
+    // A draft cache smaller than one whole sequence would silently stop drafting for long ones.
+    if (config.spec.draft_kv_tokens > 0 && config.spec.draft_kv_tokens < cfg.ctx_size + config.spec.k) {
+      return invalid_argument("--draft-kv-tokens " + std::to_string(config.spec.draft_kv_tokens) +
+                              " cannot hold one sequence: it needs at least the context (" +
+                              std::to_string(cfg.ctx_size) + " tokens) plus --spec-k (" +
+                              std::to_string(config.spec.k) + ")");
+    }
     DraftProposerConfig dc;
     dc.backend = config.backend;
     dc.backend.threads = config.spec.draft_threads > 0 ? config.spec.draft_threads : config.threads;

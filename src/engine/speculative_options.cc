@@ -11,6 +11,8 @@ Status SpeculativeOptions::validate() const {
   if (draft_threads < 0) return invalid_argument("--draft-threads must be >= 0, got " + std::to_string(draft_threads));
   if (draft_kv_tokens < 0)
     return invalid_argument("--draft-kv-tokens must be >= 0, got " + std::to_string(draft_kv_tokens));
+  if (draft_model.empty() && (draft_threads > 0 || draft_kv_tokens > 0))
+    return invalid_argument("--draft-threads and --draft-kv-tokens need --draft-model PATH");
   if (k < 1 || k > 32) return invalid_argument("--spec-k must be in [1, 32], got " + std::to_string(k));
   if (ngram_min < 1 || ngram_max > 16 || ngram_min > ngram_max) {
     return invalid_argument("--spec-ngram-min/--spec-ngram-max must satisfy 1 <= min <= max <= 16, got " +

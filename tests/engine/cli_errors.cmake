@@ -42,6 +42,11 @@ expect_error_matching(2 "--spec-k" run -m ${STORIES} -p hi --draft-model ${STORI
 expect_error_matching(2 "--spec draft needs --draft-model" run -m ${STORIES} -p hi --spec draft)
 expect_error_matching(2 "cannot be combined with --spec ngram" run -m ${STORIES} -p hi --spec ngram --draft-model ${STORIES})
 expect_error_matching(1 "--draft-model: .*nonexistent" run -m ${STORIES} -p hi --draft-model /nonexistent-draft.gguf)
+expect_error_matching(2 "--draft-threads and --draft-kv-tokens need --draft-model" run -m ${STORIES} -p hi --draft-threads 1)
+expect_error_matching(2 "--draft-threads and --draft-kv-tokens need --draft-model" run -m ${STORIES} -p hi --spec ngram --draft-kv-tokens 64)
+# A draft cache that cannot hold one whole sequence (context 128 + k 4) would stop drafting silently.
+expect_error_matching(1 "--draft-kv-tokens 100 cannot hold one sequence: it needs at least the context \\(128 tokens\\) plus --spec-k \\(4\\)"
+                      run -m ${STORIES} -p hi -c 128 --draft-model ${STORIES} --draft-kv-tokens 100)
 # Another vocabulary: the HF fixture has 512 tokens too but no tokenizer to compare; the "tiny"
 # random-weight model has 512 tokens of other texts.
 expect_error_matching(1 "cannot be compared: .* has no tokenizer"
