@@ -55,8 +55,10 @@ constexpr int kQ8Rows = 2;
 constexpr int kQ8Tokens = 4;
 constexpr int kQ4KRows = 2;  // Q4_K prefill: two s16 sums per element
 constexpr int kQ4KTokens = 3;
-// Q6_K prefill: 8 sums, 2 unpacked rows, 2 scale vectors and the x vector.
-constexpr int kQ6KRows = 2;
+// Q6_K prefill: 4 sums, the unpacked row, its scale vector and x leave room
+// for the unpacking's temporaries; 2 x 4 spilled (111 stack accesses) and
+// ran ~20% slower per CPU second (kernels_bench TESSERA_BENCH_TILE=RxT).
+constexpr int kQ6KRows = 1;
 constexpr int kQ6KTokens = 4;
 // 12 accumulators, 3 weight vectors and the x vector fill the 16 ymm
 // registers (4 x 3 would spill an accumulator into a store-load chain).
