@@ -1,5 +1,6 @@
 // Tile kernels (backend/cpu/gemm.h) on every ISA that has them: the x16
-// weight layout and the packed activation layout, values against a
+// weight layout and the packed activation layout (Q6_K: GGUF rows against
+// plain Q8_K rows), values against a
 // double-precision product, and the batch-invariance contract (an element's
 // bits do not depend on tile shape).
 #include "backend/cpu/gemm.h"
@@ -8,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -28,15 +30,20 @@ using testing::random_floats;
 struct Problem {
   DType dtype;
   int64_t rows, tokens, n;
-  std::vector<uint8_t> w;     // [rows, row_bytes], in the kernel's layout (x16 for quantized)
+  std::vector<uint8_t> w;     // [rows, row_bytes], in the kernel's layout (x16 for Q8_0 / Q4_0 / Q4_K)
   std::vector<float> w_f32;   // [rows, n] dequantized
   std::vector<float> x;       // [tokens, n] f32 activations
-  std::vector<float> x_used;  // [tokens, n] what the kernel multiplies (Q8_0 round trip for quantized)
+  std::vector<float> x_used;  // [tokens, n] what the kernel multiplies (Q8_0 / Q8_K round trip for quantized)
   size_t w_row_bytes;
 };
 
 bool is_quant(DType t) {
-  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K;
+  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ6_K;
+}
+
+// The super-block formats (rows a multiple of 256 elements).
+bool is_k_quant(DType t) {
+  return t == DType::kQ4_K || t == DType::kQ6_K;
 }
 
 Problem make_problem(DType t, int64_t rows, int64_t tokens, int64_t n, uint32_t seed) {
@@ -49,13 +56,13 @@ Problem make_problem(DType t, int64_t rows, int64_t tokens, int64_t n, uint32_t 
     quantize_row(t, src.data(), dst, n);
     dequantize_row(t, dst, p.w_f32.data() + r * n, n);
   }
-  if (is_quant(t)) {
+  if (has_x16_layout(t)) {
     const std::vector<uint8_t> gguf = p.w;
     repack_rows_x16(t, gguf.data(), p.w.data(), rows, n);
   }
   p.x = random_floats(tokens * n, seed + 1000, 2.0f);
   p.x_used = p.x;
-  if (is_quant(t)) {  // the activation format of the weight type: Q8_0, or Q8_K for Q4_K
+  if (is_quant(t)) {  // the activation format of the weight type: Q8_0, or Q8_K for Q4_K / Q6_K
     const DType act = dtype_vec_dot_type(t);
     std::vector<uint8_t> q(dtype_row_bytes(act, n));
     for (int64_t k = 0; k < tokens; ++k) {
@@ -71,13 +78,20 @@ Problem make_problem(DType t, int64_t rows, int64_t tokens, int64_t n, uint32_t 
 struct Activations {
   std::vector<PackedQ8x16Group> packed;
   std::vector<PackedQ8KGroup> packed_k;
+  std::vector<BlockQ8_K> q8k;  // [tokens, n / 256] (Q6_K)
   const void* data = nullptr;
   int64_t stride = 0;  // bytes between rows
 };
 
 Activations make_activations(const GemmKernels& g, const Problem& p) {
   Activations a;
-  if (p.dtype == DType::kQ4_K) {
+  if (p.dtype == DType::kQ6_K) {
+    const int64_t nb = p.n / kSuperBlockElems;
+    a.q8k.resize(static_cast<size_t>(nb * p.tokens));
+    for (int64_t k = 0; k < p.tokens; ++k) quantize_row(DType::kQ8_K, p.x.data() + k * p.n, a.q8k.data() + k * nb, p.n);
+    a.data = a.q8k.data();
+    a.stride = nb * static_cast<int64_t>(sizeof(BlockQ8_K));
+  } else if (p.dtype == DType::kQ4_K) {
     const size_t row_bytes = packed_q8k_row_bytes(p.n);
     const size_t groups = row_bytes / sizeof(PackedQ8KGroup);
     a.packed_k.resize(groups * static_cast<size_t>(p.tokens));
@@ -117,6 +131,9 @@ void run_tile(const GemmKernels& g, const Problem& p, const Activations& a, int6
     case DType::kQ4_K:
       g.tile_q4_k(w, ws, rows, static_cast<const PackedQ8KGroup*>(x), a.stride, tokens, p.n, out, p.rows);
       break;
+    case DType::kQ6_K:
+      g.tile_q6_k(w, ws, rows, static_cast<const BlockQ8_K*>(x), a.stride, tokens, p.n, out, p.rows);
+      break;
     case DType::kF32:
       g.tile_f32(reinterpret_cast<const float*>(w), ws, rows, static_cast<const float*>(x), a.stride, tokens, p.n, out,
                  p.rows);
@@ -146,7 +163,7 @@ std::vector<float> run_with_shape(const GemmKernels& g, const Problem& p, const 
   return y;
 }
 
-const DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K};
+const DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
 
 TEST(Gemm, PackedLayoutMatchesQ8_0Blocks) {
   for (Isa isa : supported_isas()) {
@@ -192,12 +209,14 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
     ASSERT_TRUE(g->q8_0_tokens >= 1 && g->q8_0_tokens <= g->quant_tokens);
     ASSERT_TRUE(g->q4_0_rows >= 1 && g->q4_0_rows <= g->quant_rows);
     ASSERT_TRUE(g->q4_0_tokens >= 1 && g->q4_0_tokens <= g->quant_tokens);
+    ASSERT_TRUE(g->q6_k_rows >= 1 && g->q6_k_rows <= g->quant_rows);
+    ASSERT_TRUE(g->q6_k_tokens >= 1 && g->q6_k_tokens <= g->quant_tokens);
     uint32_t seed = 7;
     for (DType t : kTypes) {
       if (!has_tile(*g, t)) continue;  // that type uses the dot products on this ISA
-      const std::vector<int64_t> sizes = t == DType::kQ4_K ? std::vector<int64_t>{256, 768, 1024, 1280, 2048}
-                                         : is_quant(t)     ? std::vector<int64_t>{32, 96, 512, 544, 992, 2048}
-                                                           : std::vector<int64_t>{1, 15, 16, 33, 100, 2048};
+      const std::vector<int64_t> sizes = is_k_quant(t) ? std::vector<int64_t>{256, 768, 1024, 1280, 2048}
+                                         : is_quant(t) ? std::vector<int64_t>{32, 96, 512, 544, 992, 2048}
+                                                       : std::vector<int64_t>{1, 15, 16, 33, 100, 2048};
       // Every shape the table dispatches (Q4_K's prefill tile is smaller, its decode tile not).
       const int max_r = is_quant(t) ? g->quant_rows : g->float_rows;
       const int max_t = is_quant(t) ? g->quant_tokens : g->float_tokens;
@@ -233,8 +252,10 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
                   g->tile_q8_0(w0, ws, tr, xk, a.stride, 1, n, out.data(), 1);
                 } else if (t == DType::kQ4_0) {
                   g->tile_q4_0(w0, ws, tr, xk, a.stride, 1, n, out.data(), 1);
-                } else {
+                } else if (t == DType::kQ4_K) {
                   g->tile_q4_k(w0, ws, tr, reinterpret_cast<const PackedQ8KGroup*>(xk), a.stride, 1, n, out.data(), 1);
+                } else {
+                  g->tile_q6_k(w0, ws, tr, reinterpret_cast<const BlockQ8_K*>(xk), a.stride, 1, n, out.data(), 1);
                 }
                 for (int s = 0; s < tr; ++s) {
                   ASSERT_EQ(0, std::memcmp(&out[s], &one[static_cast<size_t>(k * p.rows + r0 + 2 * s)], sizeof(float)))
@@ -255,6 +276,53 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
     }
   }
   if (!any) GTEST_SKIP() << "no ISA with tile kernels on this CPU";
+}
+
+// Q6_K's tile against the same ISA's dot_q6_k (gemm.h: bit-identical, so
+// the tiled prefill and the untiled decode / fallback agree exactly), on
+// blocks of random bytes: codes 0..63 and scales -128..127 at their ends
+// (a saturated pair sum would show), activations with |q| up to 127. Every
+// tile shape; rows of 1 to 5 super-blocks.
+TEST(Gemm, Q6KTileMatchesDotProductBits) {
+  bool any = false;
+  for (Isa isa : supported_isas()) {
+    const Kernels& k = kernels_for(isa);
+    if (k.gemm == nullptr || !has_tile(*k.gemm, DType::kQ6_K)) continue;
+    any = true;
+    SCOPED_TRACE(isa_label(isa));
+    const GemmKernels& g = *k.gemm;
+    for (int64_t nb : {1, 2, 5}) {
+      const int64_t n = nb * kSuperBlockElems;
+      SCOPED_TRACE("n=" + std::to_string(n));
+      const int64_t rows = 2 * g.quant_rows + 1, tokens = 2 * g.quant_tokens + 1;
+      Problem p{DType::kQ6_K, rows, tokens, n, {}, {}, {}, {}, dtype_row_bytes(DType::kQ6_K, n)};
+      std::mt19937 rng(static_cast<uint32_t>(nb));
+      p.w.resize(p.w_row_bytes * static_cast<size_t>(rows));
+      for (uint8_t& byte : p.w) byte = static_cast<uint8_t>(rng());
+      auto* blocks = reinterpret_cast<BlockQ6_K*>(p.w.data());
+      for (int64_t b = 0; b < rows * nb; ++b) {
+        blocks[b].d = fp32_to_fp16(std::ldexp(1.0f, -static_cast<int>(rng() % 12)));
+        if (b % 3 == 0) std::memset(blocks[b].ql, 0xff, sizeof(blocks[b].ql));          // codes 15 | high bits
+        if (b % 4 == 1) std::memset(blocks[b].qh, 0xff, sizeof(blocks[b].qh));          // codes >= 48
+        if (b % 5 == 2) std::memset(blocks[b].scales, 0x80, sizeof(blocks[b].scales));  // -128
+      }
+      p.x = random_floats(tokens * n, static_cast<uint32_t>(nb) + 50, 3.0f);
+      const Activations a = make_activations(g, p);
+      std::vector<float> want(static_cast<size_t>(rows * tokens));  // [tokens, rows]
+      for (int64_t t = 0; t < tokens; ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+          want[static_cast<size_t>(t * rows + r)] = k.quant->dot_q6_k(blocks + r * nb, a.q8k.data() + t * nb, n);
+        }
+      }
+      for (int tr = 1; tr <= g.quant_rows; ++tr) {
+        for (int tt = 1; tt <= g.quant_tokens; ++tt) {
+          const std::vector<float> y = run_with_shape(g, p, a, tr, tt);
+          ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * sizeof(float))) << "tile " << tr << "x" << tt;
+        }
+      }
+    }
+  }
+  if (!any) GTEST_SKIP() << "no ISA with a Q6_K tile kernel on this CPU";
 }
 
 // The integer products at the ends of their ranges (weight quants 0 / 15 for

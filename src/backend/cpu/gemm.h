@@ -20,8 +20,9 @@
 // by pack_q8x16 (Q8_0 blocks quantized exactly as
 // Kernels::quantize_row_q8_0, each group of sixteen blocks laid out like the
 // weights' group: PackedQ8x16Group) or pack_q8k (Q8_K blocks as
-// Kernels::quantize_row_q8_k, four per PackedQ8KGroup). Float weights take
-// f32 activations directly.
+// Kernels::quantize_row_q8_k, four per PackedQ8KGroup). Q6_K weights stay in
+// the GGUF layout and take plain Q8_K rows (QuantKernels::quantize_row_q8_k).
+// Float weights take f32 activations directly.
 #pragma once
 
 #include <cstddef>
@@ -88,6 +89,7 @@ struct GemmKernels {
   int q4_k_rows, q4_k_tokens;
   int q8_0_rows, q8_0_tokens;
   int q4_0_rows, q4_0_tokens;
+  int q6_k_rows, q6_k_tokens;
 
   // x[n] f32 -> out[packed_q8x16_row_bytes(n)], 64-byte aligned; n % 32 == 0;
   // offset: kQ8Offset for Q8_0 weights, kQ4Offset for Q4_0.
@@ -109,6 +111,10 @@ struct GemmKernels {
                     int tokens, int64_t n, float* y, int64_t y_stride);
   void (*tile_q4_k)(const uint8_t* w, int64_t w_stride, int rows, const PackedQ8KGroup* x, int64_t x_stride, int tokens,
                     int64_t n, float* y, int64_t y_stride);
+  // Q6_K: w in the GGUF layout, x rows of BlockQ8_K (n % 256 == 0); each
+  // element bit-identical to the same ISA's QuantKernels::dot_q6_k.
+  void (*tile_q6_k)(const uint8_t* w, int64_t w_stride, int rows, const BlockQ8_K* x, int64_t x_stride, int tokens,
+                    int64_t n, float* y, int64_t y_stride);
   void (*tile_f32)(const float* w, int64_t w_stride, int rows, const float* x, int64_t x_stride, int tokens, int64_t n,
                    float* y, int64_t y_stride);
   void (*tile_f16)(const uint16_t* w, int64_t w_stride, int rows, const float* x, int64_t x_stride, int tokens,
@@ -128,6 +134,8 @@ inline bool has_tile(const GemmKernels& g, DType t) {
       return g.tile_q4_0 != nullptr;
     case DType::kQ4_K:
       return g.tile_q4_k != nullptr;
+    case DType::kQ6_K:
+      return g.tile_q6_k != nullptr;
     case DType::kF32:
       return g.tile_f32 != nullptr;
     case DType::kF16:

@@ -55,6 +55,11 @@ constexpr int kQ8Rows = 2;
 constexpr int kQ8Tokens = 4;
 constexpr int kQ4KRows = 2;  // Q4_K prefill: two s16 sums per element
 constexpr int kQ4KTokens = 3;
+// Q6_K prefill: 4 sums, the unpacked row, its scale vector and x leave room
+// for the unpacking's temporaries; 2 x 4 spilled (111 stack accesses) and
+// ran ~20% slower per CPU second (kernels_bench TESSERA_BENCH_TILE=RxT).
+constexpr int kQ6KRows = 1;
+constexpr int kQ6KTokens = 4;
 // 12 accumulators, 3 weight vectors and the x vector fill the 16 ymm
 // registers (4 x 3 would spill an accumulator into a store-load chain).
 constexpr int kFloatRows = 3;
@@ -398,6 +403,91 @@ void tile_quant(const uint8_t* w, int64_t w_stride, const typename Rows::Act* x,
   }
 }
 
+// ---- Q6_K (GGUF layout, plain Q8_K activations) -----------------------------
+
+// Per element and super-block, the steps of this ISA's QuantKernels::dot_q6_k
+// (q6_k_step in kernels_quant_simd.inc, AVX2 branch): u = the 6-bit codes of
+// a 32-element chunk, vpmaddubsw against x (pair sums <= 2 * 63 * 127, no
+// saturation), vpmaddwd by the chunk's two sub-block scales, the -32 offset
+// as 32 * Σ sc_j · bsums_j; then one convert and one FMA with
+// f16(d_w) * d_x. The integer sums are exact, so seeding them with the
+// offset (q6_k_step subtracts it last) gives the same integers; the float
+// steps are q6_k_step's, so a tile element has dot_q6_k's bits and the
+// untiled path (decode, other ISAs' fallbacks) and this one agree exactly.
+// No repacked layout: each chunk's 32 codes are already contiguous, and
+// the unpacking is shared across the tile's T tokens.
+template <int R, int T>
+void tile_q6_k_rt(const uint8_t* w, int64_t w_stride, const BlockQ8_K* x, int64_t x_stride, int64_t n, float* y,
+                  int64_t y_stride) {
+  const BlockQ6_K* wr[R];
+  const BlockQ8_K* xt[T];
+  for (int r = 0; r < R; ++r) wr[r] = reinterpret_cast<const BlockQ6_K*>(w + r * w_stride);
+  for (int t = 0; t < T; ++t) xt[t] = advance(x, t * x_stride);
+  AccMem<R, T> acc;
+  acc.zero();
+  const __m256i m0f = _mm256_set1_epi8(0x0f);
+  const __m256i m30 = _mm256_set1_epi8(0x30);
+  const int64_t nb = n / kSuperBlockElems;
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i s[R][T];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wr[r][b].scales)));
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const __m256i offset = _mm256_madd_epi16(load256(xt[t][b].bsums), sc16);
+        s[r][t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5));
+      }
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        // Low 128-bit lane: scale word 2c of the half (sub-block 8h + 2c);
+        // high lane: word 2c + 1.
+        const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * (2 * c + 1))),
+                                              _mm_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * (2 * c))));
+        __m256i u[R], sc[R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          const BlockQ6_K& blk = wr[r][b];
+          const __m256i ql = load256(blk.ql + 64 * h + 32 * (c & 1));
+          const __m256i qh = load256(blk.qh + 32 * h);
+          const __m256i lo = _mm256_and_si256(c < 2 ? ql : _mm256_srli_epi16(ql, 4), m0f);
+          // Bits 2c..2c+1 of qh to bits 4..5.
+          const __m256i hi =
+              _mm256_and_si256(c < 2 ? _mm256_slli_epi16(qh, 4 - 2 * c) : _mm256_srli_epi16(qh, 2 * c - 4), m30);
+          u[r] = _mm256_or_si256(lo, hi);
+          const __m256i scw = _mm256_broadcastsi128_si256(
+              _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk.scales + 8 * h))));
+          sc[r] = _mm256_shuffle_epi8(scw, pick);
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          const __m256i xv = load256(xt[t][b].qs + 128 * h + 32 * c);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) {
+            s[r][t] = _mm256_add_epi32(s[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(u[r], xv), sc[r]));
+            pin(s[r][t]);
+          }
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const float d_w = _cvtsh_ss(wr[r][b].d);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) acc.fma(r, t, _mm256_cvtepi32_ps(s[r][t]), _mm256_set1_ps(d_w * xt[t][b].d));
+    }
+    acc.fence();
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) y[t * y_stride + r] = acc.sum(r, t);
+  }
+}
+
 // ---- float weights ----------------------------------------------------------
 
 enum class FloatKind { kF32, kF16, kBF16 };
@@ -466,6 +556,7 @@ void tile_float(const WT* w, int64_t w_stride, const float* x, int64_t x_stride,
 
 using QuantFn = void (*)(const uint8_t*, int64_t, const PackedQ8x16Group*, int64_t, int64_t, float*, int64_t);
 using QuantKFn = void (*)(const uint8_t*, int64_t, const PackedQ8KGroup*, int64_t, int64_t, float*, int64_t);
+using QuantQ6KFn = void (*)(const uint8_t*, int64_t, const BlockQ8_K*, int64_t, int64_t, float*, int64_t);
 using FloatFn32 = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t);
 using FloatFn16 = void (*)(const uint16_t*, int64_t, const float*, int64_t, int64_t, float*, int64_t);
 
@@ -487,6 +578,12 @@ template <int R, int T>
 struct Q4KInst {
   static void run(const uint8_t* w, int64_t ws, const PackedQ8KGroup* x, int64_t xs, int64_t n, float* y, int64_t ys) {
     tile_quant<Q4KRows, R, T>(w, ws, x, xs, n, y, ys);
+  }
+};
+template <int R, int T>
+struct Q6KInst {
+  static void run(const uint8_t* w, int64_t ws, const BlockQ8_K* x, int64_t xs, int64_t n, float* y, int64_t ys) {
+    tile_q6_k_rt<R, T>(w, ws, x, xs, n, y, ys);
   }
 };
 
@@ -512,6 +609,7 @@ struct BF16Inst {
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, Q8Inst> kQ8Tiles{};
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, Q4Inst> kQ4Tiles{};
 constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, Q4KInst> kQ4KTiles{};
+constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, Q6KInst> kQ6KTiles{};
 constexpr ShapeTable<FloatFn32, kFloatRows, kFloatTokens, F32Inst> kF32Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, F16Inst> kF16Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, BF16Inst> kBF16Tiles{};
@@ -527,6 +625,10 @@ void tile_q4_0(const uint8_t* w, int64_t ws, int rows, const PackedQ8x16Group* x
 void tile_q4_k(const uint8_t* w, int64_t ws, int rows, const PackedQ8KGroup* x, int64_t xs, int tokens, int64_t n,
                float* y, int64_t ys) {
   kQ4KTiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
+}
+void tile_q6_k(const uint8_t* w, int64_t ws, int rows, const BlockQ8_K* x, int64_t xs, int tokens, int64_t n, float* y,
+               int64_t ys) {
+  kQ6KTiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
 }
 
 void tile_f32(const float* w, int64_t ws, int rows, const float* x, int64_t xs, int tokens, int64_t n, float* y,
@@ -555,11 +657,14 @@ const GemmKernels kGemmAvx2{
     .q8_0_tokens = kQ8Tokens,
     .q4_0_rows = kQ4Rows,
     .q4_0_tokens = kQ4Tokens,
+    .q6_k_rows = kQ6KRows,
+    .q6_k_tokens = kQ6KTokens,
     .pack_q8x16 = pack_q8x16,
     .pack_q8k = pack_q8k,
     .tile_q8_0 = tile_q8_0,
     .tile_q4_0 = tile_q4_0,
     .tile_q4_k = tile_q4_k,
+    .tile_q6_k = tile_q6_k,
     .tile_f32 = tile_f32,
     .tile_f16 = tile_f16,
     .tile_bf16 = tile_bf16,

@@ -155,12 +155,13 @@ void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, const uint8_t* w, s
   }
 }
 
-// Float weights in any layout where the set has their tile; Q8_0 / Q4_0 / Q4_K
-// once prepare_matrix has put them in the x16 layout (a kernel table without
-// tile kernels reads GGUF rows).
+// Float and Q6_K weights in any layout where the set has their tile (Q6_K's
+// reads GGUF rows); Q8_0 / Q4_0 / Q4_K once prepare_matrix has put them in
+// the x16 layout (a kernel table without tile kernels reads GGUF rows).
 bool has_tile_kernel(const GemmKernels& g, const MatrixView& w) {
   if (w.layout == WeightLayout::kX16) return true;
-  return (w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16) && has_tile(g, w.dtype);
+  return (w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16 || w.dtype == DType::kQ6_K) &&
+         has_tile(g, w.dtype);
 }
 
 // Chunks per thread for dynamic scheduling (for_row_chunks).
@@ -225,10 +226,12 @@ Activations prepare_activations(ThreadPool& pool, const Kernels& k, DType w_dtyp
   if (act == DType::kF32) return {reinterpret_cast<const uint8_t*>(x), static_cast<size_t>(cols) * sizeof(float)};
   // One row of x into `out`, in the form the weight's kernels take.
   const int32_t offset = w_dtype == DType::kQ8_0 ? kQ8Offset : kQ4Offset;
+  // Q6_K's tile reads plain Q8_K rows, like its dot products.
+  const bool packed = tiled && w_dtype != DType::kQ6_K;
   auto quantize = [&](const float* xt, uint8_t* out) {
-    if (tiled && act == DType::kQ8_K) {
+    if (packed && act == DType::kQ8_K) {
       k.gemm->pack_q8k(xt, reinterpret_cast<PackedQ8KGroup*>(out), cols);
-    } else if (tiled) {
+    } else if (packed) {
       k.gemm->pack_q8x16(xt, reinterpret_cast<PackedQ8x16Group*>(out), cols, offset);
     } else if (act == DType::kQ8_K) {
       k.quant->quantize_row_q8_k(xt, reinterpret_cast<BlockQ8_K*>(out), cols);
@@ -236,7 +239,7 @@ Activations prepare_activations(ThreadPool& pool, const Kernels& k, DType w_dtyp
       k.quantize_row_q8_0(xt, reinterpret_cast<BlockQ8_0*>(out), cols);
     }
   };
-  const size_t row_bytes = !tiled                ? dtype_row_bytes(act, cols)
+  const size_t row_bytes = !packed               ? dtype_row_bytes(act, cols)
                            : act == DType::kQ8_K ? packed_q8k_row_bytes(cols)
                                                  : packed_q8x16_row_bytes(cols);
   // Packed groups are 64-byte aligned (row_bytes is a multiple of 64 then).
@@ -271,6 +274,11 @@ void compute_matrix_rows(const Kernels& k, bool tiled, const MatrixView& w, cons
         tiled_rows<uint8_t, PackedQ8KGroup>(g.tile_q4_k, n_tokens == 1 ? g.quant_rows : g.q4_k_rows, g.q4_k_tokens, wb,
                                             w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1,
                                             k.decode_streams);
+        return;
+      case DType::kQ6_K:
+        tiled_rows<uint8_t, BlockQ8_K>(g.tile_q6_k, n_tokens == 1 ? g.quant_rows : g.q6_k_rows, g.q6_k_tokens, wb,
+                                       w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1,
+                                       k.decode_streams);
         return;
       case DType::kF32:
         tiled_rows<float, float>(g.tile_f32, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols,
