@@ -139,6 +139,11 @@ Status ModelExecutor::build(const Model& model, const ExecutorConfig& config, in
 }
 
 ModelExecutor::~ModelExecutor() {
+  // Steps still in flight (an engine stopped mid-run): take their logits, or
+  // the last stage would wait forever in its send.
+  for (Pending& step : pending_) {
+    if (step.receive) (void)step.receive->wait(step.logits.data());
+  }
   if (world_ != nullptr && world_->rank() == 0) {
     StepHeader h{static_cast<int64_t>(StepCommand::kEndSession), 0};
     (void)world_->broadcast(&h, sizeof(h), 0);

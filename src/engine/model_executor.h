@@ -12,8 +12,8 @@
 // hang. Then each step rank 0 broadcasts the ForwardBatch (step_message.h),
 // every rank runs its part, and the logits reach rank 0 (all-gathered within
 // the last stage; sent to rank 0 when it is not in the last stage).
-// Destroying rank 0's executor ends the session; dist::finalize() on rank 0
-// tells the workers to exit.
+// Destroying rank 0's executor completes the steps still in flight and ends
+// the session; dist::finalize() on rank 0 tells the workers to exit.
 //
 // A large step runs as pipeline micro-batches (model/micro_batch.h), so the
 // stages compute at once. Under P > 1 rank 0 may issue up to P steps before

@@ -284,6 +284,16 @@ TEST(Parallel, StepsInFlightCancelAndReturnEveryBlock) {
     EXPECT_EQ(mt.kv_blocks_used, 0);
     EXPECT_EQ(mt.finished_cancelled, 4);
     EXPECT_GT(mt.steps_overlapped, 0);
+    engine->reset();  // one session at a time
+    {
+      // An engine destroyed with a step in flight ends its session cleanly: the next one runs.
+      auto stopped = EngineCore::create(m, cfg);
+      ASSERT_TRUE(stopped.ok()) << stopped.status().to_string();
+      for (int i = 0; i < 4; ++i) ASSERT_TRUE((*stopped)->submit(jobs[0].prompt, jobs[0].options, nullptr).ok());
+      (*stopped)->step();
+      EXPECT_EQ((*stopped)->steps_in_flight(), 1);
+    }
+    EXPECT_EQ(run_all(m, {jobs[0]}, cfg)[0], alone[0]);
   }
 }
 
