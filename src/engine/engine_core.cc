@@ -8,6 +8,7 @@
 #include "engine/draft_proposer.h"
 #include "engine/ngram_proposer.h"
 #include "engine/sequence_proposers.h"
+#include "model/micro_batch.h"
 
 namespace tessera {
 
@@ -342,13 +343,16 @@ ForwardBatch EngineCore::build_batch(InFlightStep& f) const {
 bool EngineCore::issue_step() {
   if (speculation_on()) propose();
   // Under P > 1 each step in flight takes its share of the sequences, so the
-  // next step finds some that are not in flight.
+  // next step finds some that are not in flight, when the shares are big
+  // enough to pay (EngineConfig::pp_step_min_seqs).
   const int depth = executor_->max_in_flight();
   int32_t max_seqs = INT32_MAX;
   if (depth > 1) {
     const int32_t active =
         std::min(scheduler_.num_running() + scheduler_.num_waiting(), scheduler_.config().max_num_seqs);
-    max_seqs = std::max<int32_t>(1, (active + depth - 1) / depth);
+    const int32_t share = std::max<int32_t>(1, (active + depth - 1) / depth);
+    const int32_t min_share = config_.pp_step_min_seqs >= 0 ? config_.pp_step_min_seqs : micro_batch_min_rows();
+    if (share >= min_share) max_seqs = share;
   }
   InFlightStep f;
   f.out = scheduler_.schedule(max_seqs);

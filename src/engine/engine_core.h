@@ -64,6 +64,12 @@ struct EngineConfig {
   // initialised with that many ranks (init_parallel_runtime) and this
   // EngineCore on rank 0.
   ParallelLayout parallel;
+  // Under P > 1 the running sequences are shared among P steps in flight
+  // only when each share has at least this many (-1: micro_batch_min_rows(),
+  // 32): a smaller decode step is bandwidth-bound and costs a stage about as
+  // much as the whole batch, so splitting it would only multiply the weight
+  // reads (docs/parallelism.md, "Steps in flight"). 1 always shares (tests).
+  int32_t pp_step_min_seqs = -1;
   std::string quantize;        // the model's load-time quantization, repeated by the worker ranks
   bool check_tensors = false;  // --check-tensors, repeated by the worker ranks
   // Test hook: makes each speculating sequence's proposer instead of

@@ -9,7 +9,7 @@
 #  4. ranks given different models: one line, no hang;
 #  5. a rank started without the parallel flags (MPMD): one line, exit 2, no hang;
 #  6. ranks that see different TESSERA_PP_MICRO_BATCH_ROWS: one line, exit 2;
-#  7. `--pipeline-parallel-size 2` with steps in flight: 16 concurrent
+#  7. `--pipeline-parallel-size 2` through the issue/complete step loop: 16 concurrent
 #     completions of mixed lengths, greedy and seeded, equal a single-process
 #     server's.
 # Run by ctest: parallel_serve_test.sh TESSERA_BIN MPIEXEC MODEL. Exit 77 = skipped (no model and
@@ -175,7 +175,7 @@ if start_server "$WORK/pp.log" "--pipeline-parallel-size 2" "${MPI[@]}" -np 2 "$
   kill -TERM "$SERVER_PID"; wait "$SERVER_PID" || true
   MPI_PID=""
   if [ -s "$WORK/solo.json" ] && cmp -s "$WORK/solo.json" "$WORK/pp.json"; then
-    ok "16 concurrent completions under P = 2 (steps in flight) equal the single-process server's"
+    ok "16 concurrent completions under P = 2 equal the single-process server's"
   else fail "P = 2 completions differ: $(cat "$WORK/pp.json") against $(cat "$WORK/solo.json")"; fi
 else fail "P = 2 server did not start: $(cat "$WORK/pp.log")"; fi
 

@@ -190,6 +190,7 @@ TEST(Parallel, TokensMatchOneRankUnderBatchingPreemptionAndCaching) {
         cfg.max_num_seqs = 16;
         cfg.enable_prefix_cache = prefix;
         cfg.parallel = l;
+        cfg.pp_step_min_seqs = 1;  // share even small batches among the steps in flight
         EngineMetrics metrics;
         const auto got = run_all(m, jobs, cfg, &metrics);
         ASSERT_EQ(got.size(), jobs.size());
@@ -237,6 +238,7 @@ TEST(Parallel, StepsInFlightCancelAndReturnEveryBlock) {
     cfg.ctx_size = 256;
     cfg.max_num_batched_tokens = 64;
     cfg.parallel = l;
+    cfg.pp_step_min_seqs = 1;  // share even small batches among the steps in flight
     auto engine = EngineCore::create(m, cfg);
     ASSERT_TRUE(engine.ok()) << engine.status().to_string();
     EngineCore& e = **engine;
