@@ -11,8 +11,9 @@
 // "Speculative decoding"); greedy and seeded output is unchanged.
 //
 // Under pipeline parallelism (P > 1) the step is split into issue and
-// complete: up to P steps of disjoint sequences are in flight, each carrying
-// about 1/P of the sequences, so the stages work at once
+// complete: up to P steps of disjoint sequences are in flight, sharing the
+// sequences when each share has EngineConfig::pp_step_min_seqs or more, so
+// the stages work at once
 // (docs/parallelism.md, "Steps in flight"). With P = 1 every step is issued
 // and completed at once, as before.
 //
