@@ -52,10 +52,17 @@ struct EngineMetrics {
   int64_t finished_cancelled = 0;  // requests cancelled (client abort, disconnect, Engine::cancel)
   int64_t finished_error = 0;      // requests that ended with an error
   int64_t steps = 0;               // steps that ran a forward pass
-  double prefill_ms = 0;           // forward time of steps that carried prompt tokens
-  double decode_ms = 0;            // forward time of decode-only steps
-  int64_t decode_tokens = 0;       // tokens computed in decode-only steps (proposed tokens included)
-  int64_t decode_steps = 0;        // decode-only steps
+  // Steps issued while an earlier one was still in flight (pipeline
+  // parallelism, P > 1: docs/parallelism.md); 0 on one stage.
+  int64_t steps_overlapped = 0;
+  // Forward time of steps that carried prompt tokens / of decode-only steps.
+  // With steps in flight, a step counts from the later of its issue and the
+  // previous step's completion to its completion, so overlapping steps share
+  // the wall time instead of counting it twice.
+  double prefill_ms = 0;
+  double decode_ms = 0;
+  int64_t decode_tokens = 0;  // tokens computed in decode-only steps (proposed tokens included)
+  int64_t decode_steps = 0;   // decode-only steps
   // Speculative decoding, as in RequestMetrics, over every request so far.
   int64_t spec_proposed_tokens = 0;
   int64_t spec_accepted_tokens = 0;

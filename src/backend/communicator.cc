@@ -8,6 +8,20 @@ namespace tessera {
 
 namespace {
 
+// post_recv's default: the receive happens in wait().
+class DeferredRecv final : public PendingRecv {
+ public:
+  DeferredRecv(Communicator& comm, Backend& backend, size_t bytes, int peer)
+      : comm_(comm), backend_(backend), bytes_(bytes), peer_(peer) {}
+  Status wait(void* data) override { return comm_.recv(backend_, data, bytes_, peer_); }
+
+ private:
+  Communicator& comm_;
+  Backend& backend_;
+  size_t bytes_;
+  int peer_;
+};
+
 class SingleRankCommunicator final : public Communicator {
  public:
   int rank() const override { return 0; }
@@ -37,6 +51,10 @@ class SingleRankCommunicator final : public Communicator {
 };
 
 }  // namespace
+
+Result<std::unique_ptr<PendingRecv>> Communicator::post_recv(Backend& backend, size_t bytes, int peer) {
+  return std::unique_ptr<PendingRecv>(new DeferredRecv(*this, backend, bytes, peer));
+}
 
 std::unique_ptr<Communicator> make_single_rank_communicator() {
   return std::make_unique<SingleRankCommunicator>();

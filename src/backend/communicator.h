@@ -24,6 +24,16 @@ namespace tessera {
 
 class Backend;
 
+// A receive posted ahead of time (MPI_Irecv): the message may arrive while
+// the caller does other work; wait() completes it.
+class PendingRecv {
+ public:
+  virtual ~PendingRecv() = default;
+  // Blocks until the message is in, then copies its bytes to `data` (device,
+  // the size given to post_recv). Errors: the communicator's.
+  virtual Status wait(void* data) = 0;
+};
+
 // What a communicator moved and how long its calls took (for `tessera bench`
 // under mpirun: communication time and bytes per step).
 struct CommStats {
@@ -48,6 +58,12 @@ class Communicator {
   // Point-to-point transfer of data[bytes] (device) to / from rank `peer`.
   virtual Status send(Backend& backend, const void* data, size_t bytes, int peer) = 0;
   virtual Status recv(Backend& backend, void* data, size_t bytes, int peer) = 0;
+  // A receive of `bytes` from `peer`, posted now and completed later, so that
+  // the peer's send can finish while this rank is blocked in another call
+  // (rank 0 with pipeline steps in flight: docs/parallelism.md). Matches
+  // sends from `peer` in posting order, like recv. The default posts
+  // nothing and calls recv() in wait(). Borrows `backend`.
+  virtual Result<std::unique_ptr<PendingRecv>> post_recv(Backend& backend, size_t bytes, int peer);
   // data[n] = the minimum over ranks of each rank's data[n], on every rank
   // (host; setup agreements such as the KV blocks every rank can hold).
   virtual Status all_reduce_min(int64_t* host_data, int64_t n) = 0;

@@ -22,6 +22,10 @@ Status mpi_error(const char* what, int code) {
   return internal_error(std::string("MPI ") + what + " failed: " + std::string(text, static_cast<size_t>(len)));
 }
 
+// A stage waiting for the previous stage's activations inside a step spins
+// this long before sleeping between polls (a sleep would add up to 1 ms per hop).
+constexpr std::chrono::microseconds kStepSpin{100000};
+
 // Waits for a non-blocking request, sleeping between polls once it has
 // waited a while (an idle worker waiting for the next step).
 int wait_polling(MPI_Request* req, std::chrono::microseconds spin = std::chrono::microseconds(200)) {
@@ -37,6 +41,33 @@ int wait_polling(MPI_Request* req, std::chrono::microseconds spin = std::chrono:
     }
   }
 }
+
+// A posted MPI_Irecv into its own host buffer; wait() polls it like recv.
+class MpiPendingRecv final : public PendingRecv {
+ public:
+  // `stats`: the communicator's, which counts the wait (it outlives this).
+  MpiPendingRecv(Backend& backend, size_t bytes, CommStats* stats) : backend_(backend), host_(bytes), stats_(stats) {}
+  ~MpiPendingRecv() override {
+    // Never left posted: MPI would write into freed memory.
+    if (posted_) {
+      MPI_Cancel(&req_);
+      MPI_Wait(&req_, MPI_STATUS_IGNORE);
+    }
+  }
+  int post(int peer, int tag, MPI_Comm comm) {
+    const int rc = MPI_Irecv(host_.data(), static_cast<int>(host_.size()), MPI_BYTE, peer, tag, comm, &req_);
+    posted_ = rc == MPI_SUCCESS;
+    return rc;
+  }
+  Status wait(void* data) override;
+
+ private:
+  Backend& backend_;
+  std::vector<uint8_t> host_;  // [bytes]
+  CommStats* stats_;
+  MPI_Request req_ = MPI_REQUEST_NULL;
+  bool posted_ = false;
+};
 
 class MpiCommunicator final : public Communicator {
  public:
@@ -111,6 +142,13 @@ class MpiCommunicator final : public Communicator {
     return {};
   }
 
+  Result<std::unique_ptr<PendingRecv>> post_recv(Backend& backend, size_t bytes, int peer) override {
+    auto pending = std::make_unique<MpiPendingRecv>(backend, bytes, &stats_);
+    const int rc = pending->post(peer, kTag, comm_);
+    if (rc != MPI_SUCCESS) return mpi_error("recv (posted)", rc);
+    return std::unique_ptr<PendingRecv>(std::move(pending));
+  }
+
   Status all_reduce_min(int64_t* host_data, int64_t n) override {
     const auto t0 = Clock::now();
     const int rc = MPI_Allreduce(MPI_IN_PLACE, host_data, static_cast<int>(n), MPI_INT64_T, MPI_MIN, comm_);
@@ -130,9 +168,6 @@ class MpiCommunicator final : public Communicator {
 
  private:
   static constexpr int kTag = 17;
-  // A stage waiting for the previous stage's activations inside a step spins
-  // this long before sleeping between polls (a sleep would add up to 1 ms per hop).
-  static constexpr std::chrono::microseconds kStepSpin{100000};
   // mine_[n] = this rank's send[n] (device), all_[size * n] = every rank's, in rank order.
   Status gather_to_host(Backend& backend, const float* send, int64_t n, const char* what) {
     const auto count = static_cast<size_t>(n);
@@ -156,6 +191,17 @@ class MpiCommunicator final : public Communicator {
   std::vector<float> mine_, all_;  // host staging
   std::vector<uint8_t> bytes_;
 };
+
+Status MpiPendingRecv::wait(void* data) {
+  const auto t0 = Clock::now();
+  const int rc = wait_polling(&req_, kStepSpin);
+  posted_ = false;
+  ++stats_->calls;
+  stats_->seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  if (rc != MPI_SUCCESS) return mpi_error("recv (posted)", rc);
+  backend_.upload(data, host_.data(), host_.size());
+  return {};
+}
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include "engine/draft_proposer.h"
 #include "engine/ngram_proposer.h"
 #include "engine/sequence_proposers.h"
+#include "model/micro_batch.h"
 
 namespace tessera {
 
@@ -54,6 +55,10 @@ struct EngineCore::Request {
   // the target draws it), so its acceptance keeps being measured.
   std::vector<std::vector<int32_t>> shadow;
   std::vector<int64_t> shadow_position;
+  // finish_request while a choice is in flight: done when its step completes.
+  bool finish_deferred = false;
+  Status deferred_error;
+  bool deferred_cancelled = false;
 };
 
 namespace {
@@ -231,6 +236,7 @@ void EngineCore::propose() {
   for (auto& [id, r] : requests_) {
     for (size_t c = 0; c < r->proposals.size(); ++c) {
       SeqSlot& slot = *r->slots[c];
+      if (slot.in_flight) continue;  // its proposal is verified when its step completes
       r->proposals[c].clear();
       slot.num_spec = 0;
       const Sequence& seq = *r->seqs[c];
@@ -337,7 +343,28 @@ int32_t EngineCore::lookahead_cap(std::span<const ProposeItem> items, bool propo
   return cap;
 }
 
+bool EngineCore::in_flight(uint64_t request_id) const {
+  auto it = requests_.find(request_id);
+  return it != requests_.end() && any_in_flight(*it->second);
+}
+
+bool EngineCore::any_in_flight(const Request& r) const {
+  return std::any_of(r.slots.begin(), r.slots.end(), [](const auto& s) { return s->in_flight; });
+}
+
 void EngineCore::finish_request(Request& r, const Status& error, bool cancelled) {
+  if (any_in_flight(r)) {
+    // Its blocks may still be written by later stages: the step that holds
+    // it finishes it. Its other choices stop now.
+    if (!r.finish_deferred) {
+      r.finish_deferred = true;
+      r.deferred_error = error;
+      r.deferred_cancelled = cancelled;
+    }
+    for (auto& slot : r.slots)
+      if (!slot->in_flight && slot->status != SeqStatus::kFinished) scheduler_.finish(slot.get());
+    return;
+  }
   for (size_t i = 0; i < r.slots.size(); ++i) {
     if (r.slots[i]->status != SeqStatus::kFinished) scheduler_.finish(r.slots[i].get());
     if (proposer_) proposer_->finished(r.slots[i]->id);
@@ -370,11 +397,12 @@ void EngineCore::finish_request(Request& r, const Status& error, bool cancelled)
   requests_.erase(r.id);
 }
 
-Status EngineCore::run_forward(const SchedulerOutput& out, std::vector<float>& logits, std::vector<ItemRows>& rows) {
+ForwardBatch EngineCore::build_batch(InFlightStep& f) const {
   ForwardBatch b;
   int64_t prompt_tokens = 0;
+  std::vector<ItemRows>& rows = f.rows;
   rows.clear();
-  for (const ScheduledSeq& item : out.scheduled) {
+  for (const ScheduledSeq& item : f.out.scheduled) {
     const SeqSlot& s = *item.seq;
     const Request& r = *requests_.at(s.id >> kChoiceBits);
     // A prompt chunk of a request that wants its prompt's logits: every row.
@@ -407,56 +435,116 @@ Status EngineCore::run_forward(const SchedulerOutput& out, std::vector<float>& l
         item.num_new_tokens == 1 && item.needs_logits && s.num_computed >= static_cast<int64_t>(r.prompt.size());
     if (!decode) prompt_tokens += item.num_new_tokens;
   }
-  const CommStats c0 = executor_->comm_stats();
-  const auto t0 = Clock::now();
-  const Status st = executor_->forward(b, logits);
-  const double ms = ms_between(t0, Clock::now());
-  const CommStats c1 = executor_->comm_stats();
-  if (speculation_on())
-    step_ms_.observe(b.n_tokens(), config_.step_ms_for_test ? config_.step_ms_for_test(b.n_tokens()) : ms);
-  std::lock_guard<std::mutex> lock(mu_);
-  ++metrics_.steps;
-  metrics_.prompt_tokens_computed += prompt_tokens;
-  (prompt_tokens > 0 ? metrics_.prefill_ms : metrics_.decode_ms) += ms;
-  (prompt_tokens > 0 ? metrics_.prefill_comm_ms : metrics_.decode_comm_ms) += 1000.0 * (c1.seconds - c0.seconds);
-  (prompt_tokens > 0 ? metrics_.prefill_comm_bytes : metrics_.decode_comm_bytes) += c1.bytes - c0.bytes;
-  if (prompt_tokens == 0) {
-    metrics_.decode_tokens += b.n_tokens();
-    ++metrics_.decode_steps;
-  }
-  return st;
+  f.prompt_tokens = prompt_tokens;
+  f.n_tokens = b.n_tokens();
+  return b;
 }
 
-bool EngineCore::step() {
-  drain_inbox();
+bool EngineCore::issue_step() {
   if (speculation_on()) propose();
-  const SchedulerOutput out = scheduler_.schedule();
+  // Under P > 1 each step in flight takes its share of the sequences, so the
+  // next step finds some that are not in flight, when the shares are big
+  // enough to pay (EngineConfig::pp_step_min_seqs).
+  const int depth = executor_->max_in_flight();
+  int32_t max_seqs = INT32_MAX;
+  if (depth > 1) {
+    const int32_t active =
+        std::min(scheduler_.num_running() + scheduler_.num_waiting(), scheduler_.config().max_num_seqs);
+    const int32_t share = std::max<int32_t>(1, (active + depth - 1) / depth);
+    const int32_t min_share = config_.pp_step_min_seqs >= 0 ? config_.pp_step_min_seqs : micro_batch_min_rows();
+    if (share >= min_share) max_seqs = share;
+  }
+  InFlightStep f;
+  f.out = scheduler_.schedule(max_seqs);
   // A preempted sequence recomputes its KV on resume, the draft's included.
   if (proposer_)
-    for (SeqSlot* s : out.preempted) proposer_->preempted(s->id);
-  if (out.scheduled.empty()) {
-    publish_gauges();
-    return !requests_.empty();
-  }
+    for (SeqSlot* s : f.out.preempted) proposer_->preempted(s->id);
+  if (f.out.scheduled.empty()) return false;
   const auto now = Clock::now();
-  for (const ScheduledSeq& item : out.scheduled) {
+  for (const ScheduledSeq& item : f.out.scheduled) {
     Request& r = *requests_.at(item.seq->id >> kChoiceBits);
     if (!r.scheduled) {
       r.scheduled = true;
       r.metrics.queue_ms = ms_between(r.arrival, now);
     }
   }
-  std::vector<float> logits;
-  std::vector<ItemRows> rows;  // [out.scheduled.size()]
-  if (Status st = run_forward(out, logits, rows); !st.ok()) {
+  const ForwardBatch b = build_batch(f);
+  if (in_flight_.empty()) {
+    mark_time_ = Clock::now();
+    mark_comm_ = executor_->comm_stats();
+  }
+  if (Status st = executor_->issue(b); !st.ok()) {
     // Never expected (batches are built valid): fail the requests involved.
-    for (const ScheduledSeq& item : out.scheduled) {
-      auto it = requests_.find(item.seq->id >> kChoiceBits);
-      if (it != requests_.end()) finish_request(*it->second, st);
-    }
-    publish_gauges();
+    fail_step(f, st);
     return true;
   }
+  for (const ScheduledSeq& item : f.out.scheduled) item.seq->in_flight = true;
+  if (!in_flight_.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++metrics_.steps_overlapped;
+  }
+  in_flight_.push_back(std::move(f));
+  return true;
+}
+
+void EngineCore::fail_step(const InFlightStep& f, const Status& st) {
+  std::vector<uint64_t> ids;
+  for (const ScheduledSeq& item : f.out.scheduled) ids.push_back(item.seq->id >> kChoiceBits);
+  for (uint64_t id : ids) {
+    auto it = requests_.find(id);
+    if (it != requests_.end())
+      finish_request(*it->second, it->second->finish_deferred ? it->second->deferred_error : st,
+                     it->second->deferred_cancelled);
+  }
+}
+
+void EngineCore::complete_step() {
+  InFlightStep f = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  std::vector<float> logits;
+  const Status st = executor_->complete(logits);
+  const auto now = Clock::now();
+  const CommStats comm = executor_->comm_stats();
+  const double ms = ms_between(mark_time_, now);
+  if (speculation_on())
+    step_ms_.observe(f.n_tokens, config_.step_ms_for_test ? config_.step_ms_for_test(f.n_tokens) : ms);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool prefill = f.prompt_tokens > 0;
+    ++metrics_.steps;
+    metrics_.prompt_tokens_computed += f.prompt_tokens;
+    (prefill ? metrics_.prefill_ms : metrics_.decode_ms) += ms;
+    (prefill ? metrics_.prefill_comm_ms : metrics_.decode_comm_ms) += 1000.0 * (comm.seconds - mark_comm_.seconds);
+    (prefill ? metrics_.prefill_comm_bytes : metrics_.decode_comm_bytes) += comm.bytes - mark_comm_.bytes;
+    if (!prefill) {
+      metrics_.decode_tokens += f.n_tokens;
+      ++metrics_.decode_steps;
+    }
+  }
+  mark_time_ = now;
+  mark_comm_ = comm;
+  // The step has left every stage: its sequences may be scheduled, preempted and freed again.
+  std::vector<uint64_t> ids;  // its requests
+  for (const ScheduledSeq& item : f.out.scheduled) {
+    item.seq->in_flight = false;
+    ids.push_back(item.seq->id >> kChoiceBits);
+  }
+  if (!st.ok()) {
+    fail_step(f, st);
+    return;
+  }
+  apply_step(f, logits);
+  for (uint64_t id : ids) {
+    auto it = requests_.find(id);
+    if (it == requests_.end()) continue;
+    Request& r = *it->second;
+    if (r.finish_deferred && !any_in_flight(r)) finish_request(r, r.deferred_error, r.deferred_cancelled);
+  }
+}
+
+void EngineCore::apply_step(const InFlightStep& f, const std::vector<float>& logits) {
+  const SchedulerOutput& out = f.out;
+  const std::vector<ItemRows>& rows = f.rows;
   scheduler_.on_step_done(out);
   const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
   int64_t generated = 0;
@@ -467,6 +555,7 @@ bool EngineCore::step() {
     auto it = requests_.find(item.seq->id >> kChoiceBits);
     if (it == requests_.end()) continue;  // finished earlier in this loop
     Request& r = *it->second;
+    if (r.finish_deferred) continue;  // cancelled or failed while in flight
     if (r.options.prompt_logits && ir.n > 0) {
       // Prompt positions not delivered before (a recomputation after
       // preemption repeats some); positions past the prompt are not prompt logits.
@@ -547,6 +636,18 @@ bool EngineCore::step() {
     metrics_.spec_accepted_tokens += spec_accepted;
     metrics_.spec_steps += spec_steps;
   }
+}
+
+bool EngineCore::step() {
+  drain_inbox();
+  bool issued = false;
+  if (static_cast<int>(in_flight_.size()) < executor_->max_in_flight()) issued = issue_step();
+  if (in_flight_.empty()) {
+    publish_gauges();
+    return issued || !requests_.empty();
+  }
+  // Fill the pipeline before waiting on its oldest step.
+  if (!issued || static_cast<int>(in_flight_.size()) >= executor_->max_in_flight()) complete_step();
   publish_gauges();
   return true;
 }

@@ -10,14 +10,23 @@
 // proposed tokens are verified in the same step (docs/architecture.md,
 // "Speculative decoding"); greedy and seeded output is unchanged.
 //
+// Under pipeline parallelism (P > 1) the step is split into issue and
+// complete: up to P steps of disjoint sequences are in flight, sharing the
+// sequences when each share has EngineConfig::pp_step_min_seqs or more, so
+// the stages work at once
+// (docs/parallelism.md, "Steps in flight"). With P = 1 every step is issued
+// and completed at once, as before.
+//
 // Threading: submit() and cancel() may be called from any thread; step() and
 // the event callbacks run on the engine thread (start()) or the caller's
 // thread (run_until_idle()).
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -57,6 +66,12 @@ struct EngineConfig {
   // initialised with that many ranks (init_parallel_runtime) and this
   // EngineCore on rank 0.
   ParallelLayout parallel;
+  // Under P > 1 the running sequences are shared among P steps in flight
+  // only when each share has at least this many (-1: micro_batch_min_rows(),
+  // 32): a smaller decode step is bandwidth-bound and costs a stage about as
+  // much as the whole batch, so splitting it would only multiply the weight
+  // reads (docs/parallelism.md, "Steps in flight"). 1 always shares (tests).
+  int32_t pp_step_min_seqs = -1;
   std::string quantize;        // the model's load-time quantization, repeated by the worker ranks
   bool check_tensors = false;  // --check-tensors, repeated by the worker ranks
   // Test hook: makes each speculating sequence's proposer instead of
@@ -94,7 +109,8 @@ class EngineCore {
   // Cancels a request (thread-safe); its blocks are freed before the next step.
   void cancel(uint64_t request_id);
 
-  // Runs one step; returns false when there was nothing to do.
+  // Runs one step (issues one, completes the oldest in flight, or both);
+  // returns false when there was nothing to do and nothing is in flight.
   bool step();
   // Steps until every submitted request has finished.
   void run_until_idle();
@@ -103,7 +119,11 @@ class EngineCore {
   void stop();
 
   EngineMetrics metrics() const;
-  // Block accounting between steps (engine thread): the KV manager's own
+  // Steps issued and not yet completed (engine thread; 0 or 1 unless P > 1).
+  int steps_in_flight() const { return static_cast<int>(in_flight_.size()); }
+  // Whether a choice of the request is in a step in flight (engine thread; for tests).
+  bool in_flight(uint64_t request_id) const;
+  // Block accounting between steps, with no step in flight (engine thread): the KV manager's own
   // invariants, every block's reference count equal to the block tables that
   // hold it, and every unfinished sequence holding exactly the blocks of its
   // computed tokens (none past them: rejected proposals were rolled back),
@@ -132,7 +152,24 @@ class EngineCore {
     int32_t n = 0;         // rows (0, 1, or the chunk for prompt logits)
     int32_t position = 0;  // position of the first row's token
   };
-  Status run_forward(const SchedulerOutput& out, std::vector<float>& logits, std::vector<ItemRows>& rows);
+  // A step issued and not yet completed.
+  struct InFlightStep {
+    SchedulerOutput out;
+    std::vector<ItemRows> rows;  // [out.scheduled.size()]
+    int64_t prompt_tokens = 0;   // prefill rows (0: a decode-only step)
+    int64_t n_tokens = 0;        // rows of the batch
+  };
+  // The step's batch; fills f.rows and the token counts.
+  ForwardBatch build_batch(InFlightStep& f) const;
+  // Schedules and issues a step when one can run; false when none could.
+  bool issue_step();
+  // Completes the oldest step in flight: samples, streams, retires.
+  void complete_step();
+  // Post-processing of a completed step's logits.
+  void apply_step(const InFlightStep& f, const std::vector<float>& logits);
+  // Fails the requests of a step whose forward pass failed.
+  void fail_step(const InFlightStep& f, const Status& st);
+  bool any_in_flight(const Request& r) const;
   bool speculation_on() const { return proposer_ != nullptr; }
   // Asks the proposers of decoding sequences for this step's tokens (none
   // when more than spec.disable_batch_size sequences run), as many as the
@@ -154,7 +191,13 @@ class EngineCore {
   Scheduler scheduler_;
 
   std::unordered_map<uint64_t, std::unique_ptr<Request>> requests_;  // engine thread only
-  mutable std::mutex mu_;                                            // guards inbox_, cancels_, metrics_
+  std::deque<InFlightStep> in_flight_;                               // oldest first (engine thread)
+  // Wall time and communication counted up to here: a step's forward time
+  // is from the later of its issue and the previous completion to its own
+  // completion, so overlapping steps are not counted twice.
+  std::chrono::steady_clock::time_point mark_time_;
+  CommStats mark_comm_;
+  mutable std::mutex mu_;  // guards inbox_, cancels_, metrics_
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Request>> inbox_;
   std::vector<uint64_t> cancels_;

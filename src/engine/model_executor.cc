@@ -139,6 +139,11 @@ Status ModelExecutor::build(const Model& model, const ExecutorConfig& config, in
 }
 
 ModelExecutor::~ModelExecutor() {
+  // Steps still in flight (an engine stopped mid-run): take their logits, or
+  // the last stage would wait forever in its send.
+  for (Pending& step : pending_) {
+    if (step.receive) (void)step.receive->wait(step.logits.data());
+  }
   if (world_ != nullptr && world_->rank() == 0) {
     StepHeader h{static_cast<int64_t>(StepCommand::kEndSession), 0};
     (void)world_->broadcast(&h, sizeof(h), 0);
@@ -147,22 +152,47 @@ ModelExecutor::~ModelExecutor() {
 
 Status ModelExecutor::forward(const ForwardBatch& b, std::vector<float>& logits) {
   if (world_ == nullptr) return transformer_->forward(b, *kv_, logits);
+  TESSERA_RETURN_IF_ERROR(issue(b));
+  return complete(logits);
+}
+
+Status ModelExecutor::issue(const ForwardBatch& b) {
+  Pending step;
+  if (world_ == nullptr) {
+    TESSERA_RETURN_IF_ERROR(transformer_->forward(b, *kv_, step.logits));
+    pending_.push_back(std::move(step));
+    return {};
+  }
+  const ShardPlan& p = transformer_->plan();
+  const size_t logit_bytes = b.logits_rows.size() * static_cast<size_t>(transformer_->config().n_vocab) * sizeof(float);
+  if (!p.last_stage() && logit_bytes > 0) {
+    // Posted before the broadcast: the last stage's first tensor-parallel
+    // rank sends them as soon as it is done, whatever rank 0 does then.
+    TESSERA_ASSIGN_OR_RETURN(step.receive, world_->post_recv(*backend_, logit_bytes, (p.pp_size - 1) * p.tp_size));
+  }
   std::vector<int64_t> words = encode_batch(b);
   StepHeader h{static_cast<int64_t>(StepCommand::kStep), static_cast<int64_t>(words.size())};
   TESSERA_RETURN_IF_ERROR(world_->broadcast(&h, sizeof(h), 0));
   TESSERA_RETURN_IF_ERROR(world_->broadcast(words.data(), words.size() * sizeof(int64_t), 0));
-  TESSERA_RETURN_IF_ERROR(transformer_->forward(b, *kv_, logits));
-  const ShardPlan& p = transformer_->plan();
-  if (!p.last_stage()) {
-    // The last stage's first tensor-parallel rank sends the logits rows
-    // (the CPU backend's device memory is host memory).
-    logits.resize(b.logits_rows.size() * static_cast<size_t>(transformer_->config().n_vocab));
-    if (!logits.empty()) {
-      TESSERA_RETURN_IF_ERROR(
-          world_->recv(*backend_, logits.data(), logits.size() * sizeof(float), (p.pp_size - 1) * p.tp_size));
-    }
-  }
+  // A batch every rank rejects alike sends no logits (the workers skip it).
+  TESSERA_RETURN_IF_ERROR(transformer_->forward(b, *kv_, step.logits));
+  if (step.receive) step.logits.resize(logit_bytes / sizeof(float));
+  pending_.push_back(std::move(step));
   return {};
+}
+
+Status ModelExecutor::complete(std::vector<float>& logits) {
+  if (pending_.empty()) return internal_error("ModelExecutor::complete: no step in flight");
+  Pending step = std::move(pending_.front());
+  pending_.pop_front();
+  // (the CPU backend's device memory is host memory)
+  if (step.receive) TESSERA_RETURN_IF_ERROR(step.receive->wait(step.logits.data()));
+  logits = std::move(step.logits);
+  return {};
+}
+
+int ModelExecutor::max_in_flight() const {
+  return world_ != nullptr && !transformer_->plan().last_stage() ? transformer_->plan().pp_size : 1;
 }
 
 CommStats ModelExecutor::comm_stats() const {

@@ -12,13 +12,19 @@
 // hang. Then each step rank 0 broadcasts the ForwardBatch (step_message.h),
 // every rank runs its part, and the logits reach rank 0 (all-gathered within
 // the last stage; sent to rank 0 when it is not in the last stage).
-// Destroying rank 0's executor ends the session; dist::finalize() on rank 0
-// tells the workers to exit.
+// Destroying rank 0's executor completes the steps still in flight and ends
+// the session; dist::finalize() on rank 0 tells the workers to exit.
 //
 // A large step runs as pipeline micro-batches (model/micro_batch.h), so the
-// stages compute at once; steps in flight are future work (docs/parallelism.md).
+// stages compute at once. Under P > 1 rank 0 may issue up to P steps before
+// completing the oldest (issue/complete; docs/parallelism.md, "Steps in
+// flight"): each stage runs the steps in the order rank 0 broadcast them, and
+// rank 0 posts the receive of a step's logits before broadcasting it, so the
+// last stage's send of step i's logits never waits on rank 0's send of step
+// i + 1's activations.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,8 +62,19 @@ class ModelExecutor {
   ~ModelExecutor();
 
   // One step on every rank; logits of b.logits_rows ([n_logits, n_vocab]) on
-  // rank 0. Errors: Transformer::forward's, a communicator's.
+  // rank 0. Errors: Transformer::forward's, a communicator's. Only with no
+  // step in flight (issue() and complete() in one call).
   Status forward(const ForwardBatch& b, std::vector<float>& logits);
+  // Starts a step: broadcasts it, runs rank 0's stage and posts the receive
+  // of its logits; at most max_in_flight() steps issued and not completed.
+  // `b` may be destroyed on return. Errors: as forward().
+  Status issue(const ForwardBatch& b);
+  // Finishes the oldest issued step: its logits ([n_logits, n_vocab]) on
+  // rank 0. Errors: a communicator's; kInternal with no step in flight.
+  Status complete(std::vector<float>& logits);
+  // Steps that may be in flight at once: the pipeline's stages (1 unless
+  // rank 0 is not the last stage).
+  int max_in_flight() const;
 
   const KvCacheSpec& kv_spec() const { return kv_->spec(); }
   Backend& backend() { return *backend_; }
@@ -80,6 +97,13 @@ class ModelExecutor {
   ShardedWeights weights_;
   std::unique_ptr<Transformer> transformer_;
   std::unique_ptr<KvCache> kv_;
+  // Issued steps, oldest first: the logits already here (rank 0 in the last
+  // stage) or their posted receive.
+  struct Pending {
+    std::vector<float> logits;             // [n_logits, n_vocab] once here
+    std::unique_ptr<PendingRecv> receive;  // null when the logits are here
+  };
+  std::deque<Pending> pending_;
 };
 
 // The shape every rank's model must have in common (architecture, sizes,

@@ -49,24 +49,30 @@ void Scheduler::preempt(SeqSlot* seq) {
   enqueue_waiting(seq);
 }
 
-SchedulerOutput Scheduler::schedule() {
+SchedulerOutput Scheduler::schedule(int32_t max_seqs) {
   SchedulerOutput out;
   int64_t budget = config_.max_num_batched_tokens;
+  auto room = [&] { return budget > 0 && static_cast<int32_t>(out.scheduled.size()) < max_seqs; };
   // 1. Running sequences, in admission order: a decode token, or the next chunk.
-  for (size_t i = 0; i < running_.size() && budget > 0;) {
+  for (size_t i = 0; i < running_.size() && room();) {
     SeqSlot* s = running_[i];
     const int64_t n = std::min(s->num_tokens() - s->num_computed, budget);
-    if (n <= 0) {
+    if (n <= 0 || s->in_flight) {
       ++i;
       continue;
     }
     // Free blocks by preempting the lowest-priority, most recently admitted
-    // sequence not yet scheduled this step (possibly s itself).
-    bool preempted_self = false;
+    // sequence not yet scheduled this step (possibly s itself); when that one
+    // is in flight, s waits for its step rather than preempting another.
+    bool preempted_self = false, wait = false;
     while (kv_.blocks_needed(s->table, s->num_computed + n) > kv_.num_available()) {
       auto victim = std::max_element(running_.begin() + static_cast<std::ptrdiff_t>(i), running_.end(),
                                      [](const SeqSlot* a, const SeqSlot* b) { return before(a, b); });
       SeqSlot* v = *victim;
+      if (v->in_flight) {
+        wait = true;
+        break;
+      }
       out.preempted.push_back(v);
       preempt(v);
       if (v == s) {
@@ -74,7 +80,11 @@ SchedulerOutput Scheduler::schedule() {
         break;
       }
     }
-    if (preempted_self) continue;                       // running_[i] is now the next sequence
+    if (preempted_self) continue;  // running_[i] is now the next sequence
+    if (wait) {
+      ++i;
+      continue;
+    }
     (void)kv_.allocate(s->table, s->num_computed + n);  // cannot fail: checked above
     out.scheduled.push_back({s, static_cast<int32_t>(n), s->num_computed + n == s->num_tokens(), 0});
     budget -= n;
@@ -96,7 +106,7 @@ SchedulerOutput Scheduler::schedule() {
     budget -= spec;
   }
   // 2. Waiting sequences, while nothing was preempted this step.
-  while (out.preempted.empty() && !waiting_.empty() && budget > 0 &&
+  while (out.preempted.empty() && !waiting_.empty() && room() &&
          static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
     SeqSlot* s = waiting_.front();
     if (s->use_prefix_cache && s->table.blocks().empty() && s->num_computed == 0) {

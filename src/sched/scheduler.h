@@ -11,9 +11,13 @@
 // and it returns to the queue. The oldest highest-priority sequence always
 // makes progress, so there is no deadlock or livelock. A decoding sequence
 // with proposed tokens (speculative decoding) also gets rows for them, within
-// the budget and the free blocks (they never cause a preemption). Pure host logic.
+// the budget and the free blocks (they never cause a preemption). A sequence
+// in a step still in flight (SeqSlot::in_flight, pipeline parallelism) is
+// skipped, and never preempted: a sequence whose victim is in flight waits
+// for that step instead. Pure host logic.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -54,7 +58,9 @@ class Scheduler {
   // Queues a sequence. Refuses (kInvalidArgument / kOutOfRange) one that can
   // never fit: max_total_tokens beyond max_model_len or the whole cache.
   Status add(SeqSlot* seq);
-  SchedulerOutput schedule();
+  // One step: at most `max_seqs` sequences (rank 0 under pipeline
+  // parallelism shares the sequences among the steps in flight).
+  SchedulerOutput schedule(int32_t max_seqs = INT32_MAX);
   // Advances num_computed by the scheduled counts and registers full blocks
   // in the prefix cache.
   void on_step_done(const SchedulerOutput& out);

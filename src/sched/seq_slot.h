@@ -35,6 +35,9 @@ struct SeqSlot {
   int32_t num_spec = 0;  // proposed tokens (speculative decoding) to verify after its decode token, when it decodes
   bool ever_scheduled = false;
   bool use_prefix_cache = true;  // false: admission never takes cached blocks (prompt logits needed)
+  // In a step issued but not yet completed (pipeline steps in flight): not
+  // scheduled, preempted or freed until the step completes.
+  bool in_flight = false;
   SeqStatus status = SeqStatus::kWaiting;
 
   int64_t num_tokens() const { return static_cast<int64_t>(tokens->size()); }

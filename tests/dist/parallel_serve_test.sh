@@ -8,7 +8,10 @@
 #     the file) is one error line from rank 0 and a non-zero exit;
 #  4. ranks given different models: one line, no hang;
 #  5. a rank started without the parallel flags (MPMD): one line, exit 2, no hang;
-#  6. ranks that see different TESSERA_PP_MICRO_BATCH_ROWS: one line, exit 2.
+#  6. ranks that see different TESSERA_PP_MICRO_BATCH_ROWS: one line, exit 2;
+#  7. `--pipeline-parallel-size 2` through the issue/complete step loop: 16 concurrent
+#     completions of mixed lengths, greedy and seeded, equal a single-process
+#     server's.
 # Run by ctest: parallel_serve_test.sh TESSERA_BIN MPIEXEC MODEL. Exit 77 = skipped (no model and
 # TESSERA_SKIP_MISSING_DATA=1).
 set -euo pipefail
@@ -129,6 +132,52 @@ expect_one_error "a rank without the parallel flags" 2 "the ranks were started w
 expect_one_error "ranks with different micro-batch settings" 2 "the ranks see different TESSERA_PP_MICRO_BATCH_ROWS" \
   -np 1 -x TESSERA_PP_MICRO_BATCH_ROWS=0 "$BIN" run -m "$MODEL" -p hi -n 2 --pipeline-parallel-size 2 : \
   -np 1 -x TESSERA_PP_MICRO_BATCH_ROWS=32 "$BIN" run -m "$MODEL" -p hi -n 2 --pipeline-parallel-size 2
+
+# 7. Steps in flight under P = 2: 16 concurrent requests against a single-process server's answers.
+# start_server LOG FLAGS LAUNCH...: `LAUNCH serve ... FLAGS` in the background; sets SERVER_PID and SERVER_URL.
+start_server() {
+  local log=$1 flags=$2 port=""
+  shift 2
+  # shellcheck disable=SC2086 # FLAGS are words
+  "$@" serve -m "$MODEL" --host 127.0.0.1 --port 0 -t 1 --served-model-name "$TAG" $flags 2>"$log" &
+  SERVER_PID=$!
+  for _ in $(seq 300); do
+    port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$log")
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  SERVER_URL=http://127.0.0.1:$port/v1/completions
+  [ -n "$port" ]
+}
+# sixteen URL OUT: 16 requests at once; their texts, in request order, one JSON line.
+sixteen() {
+  python3 - "$1" >"$2" <<'PY'
+import json, sys, threading, urllib.request
+url, out = sys.argv[1], [None] * 16
+def one(i):
+    body = {"prompt": "Once upon a time %d" % (i * 7), "max_tokens": 4 + (i * 11) % 37,
+            "temperature": 0 if i % 2 == 0 else 0.9, "seed": 100 + i, "ignore_eos": True}
+    req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    out[i] = json.load(urllib.request.urlopen(req, timeout=120))["choices"][0]["text"]
+threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps(out))
+PY
+}
+if start_server "$WORK/solo.log" "" "$BIN"; then
+  sixteen "$SERVER_URL" "$WORK/solo.json" || fail "requests to the single-process server"
+  kill -TERM "$SERVER_PID"; wait "$SERVER_PID" || true
+else fail "single-process server did not start: $(cat "$WORK/solo.log")"; fi
+if start_server "$WORK/pp.log" "--pipeline-parallel-size 2" "${MPI[@]}" -np 2 "$BIN"; then
+  MPI_PID=$SERVER_PID
+  sixteen "$SERVER_URL" "$WORK/pp.json" || fail "requests to the P = 2 server"
+  kill -TERM "$SERVER_PID"; wait "$SERVER_PID" || true
+  MPI_PID=""
+  if [ -s "$WORK/solo.json" ] && cmp -s "$WORK/solo.json" "$WORK/pp.json"; then
+    ok "16 concurrent completions under P = 2 equal the single-process server's"
+  else fail "P = 2 completions differ: $(cat "$WORK/pp.json") against $(cat "$WORK/solo.json")"; fi
+else fail "P = 2 server did not start: $(cat "$WORK/pp.log")"; fi
 
 [ "$FAILURES" -eq 0 ] || { echo "$FAILURES failure(s)"; exit 1; }
 echo "all parallel serve checks passed"

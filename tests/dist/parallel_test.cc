@@ -190,14 +190,112 @@ TEST(Parallel, TokensMatchOneRankUnderBatchingPreemptionAndCaching) {
         cfg.max_num_seqs = 16;
         cfg.enable_prefix_cache = prefix;
         cfg.parallel = l;
+        cfg.pp_step_min_seqs = 1;  // share even small batches among the steps in flight
         EngineMetrics metrics;
         const auto got = run_all(m, jobs, cfg, &metrics);
         ASSERT_EQ(got.size(), jobs.size());
         for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(got[i], alone[i]) << "job " << i;
         EXPECT_GT(metrics.preemptions, 0);
         EXPECT_EQ(metrics.prefix_hit_tokens > 0, prefix);
+        // P > 1: steps ran in flight (issued before the previous one completed).
+        EXPECT_EQ(metrics.steps_overlapped > 0, l.pp_size > 1) << metrics.steps_overlapped;
       }
     }
+  }
+}
+
+// Steps in flight under P > 1 (docs/parallelism.md): 16 requests of mixed
+// lengths, greedy and seeded, four of them cancelled while a step holding
+// them is in flight: the others' tokens equal the single-rank engine's, a
+// cancelled one's streamed tokens are a prefix of its single-rank tokens, and
+// every block comes back.
+TEST(Parallel, StepsInFlightCancelAndReturnEveryBlock) {
+  if (g_world == 1) GTEST_SKIP() << "run under mpirun -np 2 or 4 (ctest does)";
+  TESSERA_REQUIRE_SHARED_FILE(path, "models/stories260K.gguf");
+  auto loaded = Model::load(path);
+  ASSERT_TRUE(loaded.ok());
+  const Model& m = **loaded;
+  std::vector<Job> jobs;
+  for (int i = 0; i < 16; ++i) {
+    Job j;
+    j.prompt = m.tokenizer().encode("Once upon a time " + std::to_string(i * 13), true);
+    for (int k = 0; k < (i * 5) % 23; ++k) j.prompt.push_back((k * 17 + 3 * i + 5) % m.config().n_vocab);
+    j.options.max_tokens = 6 + (i * 11) % 40;
+    j.options.sampling.temperature = i % 2 == 0 ? 0.0f : 0.9f;
+    j.options.sampling.seed = 77 + static_cast<uint64_t>(i);
+    jobs.push_back(std::move(j));
+  }
+  EngineConfig solo;
+  solo.ctx_size = 256;
+  std::vector<std::vector<int32_t>> alone;
+  for (const Job& j : jobs) alone.push_back(run_all(m, {j}, solo)[0]);
+
+  for (const ParallelLayout& l : layouts()) {
+    if (l.pp_size == 1) continue;
+    SCOPED_TRACE(name(l));
+    EngineConfig cfg;
+    cfg.threads = 1;
+    cfg.ctx_size = 256;
+    cfg.max_num_batched_tokens = 64;
+    cfg.parallel = l;
+    cfg.pp_step_min_seqs = 1;  // share even small batches among the steps in flight
+    auto engine = EngineCore::create(m, cfg);
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    EngineCore& e = **engine;
+    const size_t n = jobs.size();
+    std::vector<std::vector<int32_t>> streamed(n), finished(n);
+    std::vector<int> cancelled(n, 0);
+    std::vector<uint64_t> ids(n);
+    for (size_t i = 0; i < n; ++i) {
+      auto id = e.submit(jobs[i].prompt, jobs[i].options, [&, i](const RequestEvent& ev) {
+        if (ev.step.token >= 0) streamed[i].push_back(ev.step.token);
+        if (!ev.request_finished) return;
+        EXPECT_TRUE(ev.error.ok()) << ev.error.to_string();
+        cancelled[i] = ev.cancelled ? 1 : 0;
+        if (!ev.cancelled) finished[i] = (*ev.results)[0].tokens;
+      });
+      ASSERT_TRUE(id.ok());
+      ids[i] = *id;
+    }
+    // Cancel requests 3, 7, 11 and 15 once they have two tokens and a step holding them is in flight.
+    int cancels_in_flight = 0, max_in_flight = 0;
+    std::vector<bool> asked(n, false);
+    while (e.step()) {
+      max_in_flight = std::max(max_in_flight, e.steps_in_flight());
+      for (size_t i = 3; i < n; i += 4) {
+        if (asked[i] || streamed[i].size() < 2 || !e.in_flight(ids[i])) continue;
+        e.cancel(ids[i]);
+        asked[i] = true;
+        ++cancels_in_flight;
+      }
+    }
+    EXPECT_EQ(max_in_flight, l.pp_size - 1);  // between calls: step() completes one when P are in flight
+    EXPECT_EQ(cancels_in_flight, 4);
+    for (size_t i = 0; i < n; ++i) {
+      if (asked[i]) {
+        EXPECT_EQ(cancelled[i], 1) << "job " << i;
+        ASSERT_LE(streamed[i].size(), alone[i].size()) << "job " << i;
+        EXPECT_TRUE(std::equal(streamed[i].begin(), streamed[i].end(), alone[i].begin())) << "job " << i;
+      } else {
+        EXPECT_EQ(finished[i], alone[i]) << "job " << i;
+      }
+    }
+    const Status inv = e.check_invariants();
+    EXPECT_TRUE(inv.ok()) << inv.to_string();
+    const EngineMetrics mt = e.metrics();
+    EXPECT_EQ(mt.kv_blocks_used, 0);
+    EXPECT_EQ(mt.finished_cancelled, 4);
+    EXPECT_GT(mt.steps_overlapped, 0);
+    engine->reset();  // one session at a time
+    {
+      // An engine destroyed with a step in flight ends its session cleanly: the next one runs.
+      auto stopped = EngineCore::create(m, cfg);
+      ASSERT_TRUE(stopped.ok()) << stopped.status().to_string();
+      for (int i = 0; i < 4; ++i) ASSERT_TRUE((*stopped)->submit(jobs[0].prompt, jobs[0].options, nullptr).ok());
+      (*stopped)->step();
+      EXPECT_EQ((*stopped)->steps_in_flight(), 1);
+    }
+    EXPECT_EQ(run_all(m, {jobs[0]}, cfg)[0], alone[0]);
   }
 }
 

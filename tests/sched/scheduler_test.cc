@@ -129,6 +129,48 @@ TEST(Scheduler, PreemptsTheMostRecentLowestPriorityAndRecovers) {
   EXPECT_EQ(f.kv.num_used(), 0);
 }
 
+// Pipeline steps in flight (SeqSlot::in_flight): such a sequence is not
+// scheduled, and one whose preemption victim is in flight waits for it.
+TEST(Scheduler, InFlightSequencesAreSkippedAndNeverPreempted) {
+  // 4 blocks of 4 tokens: two 7-token prompts and their first decode fill
+  // them; the ninth token of either needs a fifth.
+  Fixture f(4, {8, 64, 256}, /*prefix=*/false);
+  SeqSlot* a = f.add(7, 4, 0, 0);
+  SeqSlot* b = f.add(7, 4, 0, 100);
+  auto out = f.step();
+  ASSERT_EQ(out.scheduled.size(), 2u);
+  out = f.step();
+  ASSERT_EQ(out.scheduled.size(), 2u);
+  EXPECT_EQ(f.kv.num_available(), 0);
+  b->in_flight = true;
+  out = f.sched.schedule();
+  EXPECT_TRUE(out.scheduled.empty());  // a's victim would be b, which is in flight: a waits
+  EXPECT_TRUE(out.preempted.empty());
+  EXPECT_EQ(b->status, SeqStatus::kRunning);
+  b->in_flight = false;
+  out = f.sched.schedule();
+  ASSERT_EQ(out.preempted.size(), 1u);
+  EXPECT_EQ(out.preempted[0], b);
+  EXPECT_EQ(f.count_for(out, a), 1);
+  f.sched.on_step_done(out);
+  EXPECT_TRUE(f.kv.check_invariants());
+}
+
+TEST(Scheduler, CapsTheSequencesOfOneStep) {
+  Fixture f(64, {8, 64, 256});
+  SeqSlot* a = f.add(3, 4, 0, 0);
+  SeqSlot* b = f.add(3, 4, 0, 100);
+  SeqSlot* c = f.add(3, 4, 0, 200);
+  auto out = f.sched.schedule(2);
+  ASSERT_EQ(out.scheduled.size(), 2u);
+  EXPECT_EQ(f.count_for(out, a), 3);
+  EXPECT_EQ(f.count_for(out, b), 3);
+  a->in_flight = b->in_flight = true;  // as rank 0 leaves them while their step is in flight
+  const auto next = f.sched.schedule(2);
+  ASSERT_EQ(next.scheduled.size(), 1u);
+  EXPECT_EQ(f.count_for(next, c), 3);
+}
+
 TEST(Scheduler, AdmissionWaitsForMemoryWithoutPreempting) {
   Fixture f(4, {8, 64, 256});
   SeqSlot* a = f.add(10, 2);  // 3 blocks
