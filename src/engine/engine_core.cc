@@ -273,15 +273,29 @@ void EngineCore::propose() {
   }
   if (items.empty()) return;
   const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
+  // The switch caps greedy sequences only. With a random proposer (the draft
+  // model) a sampling sequence's text depends on how many tokens were drafted
+  // at each step, and the switch decides from measured times, so a seeded
+  // request would not give the same text run after run; its lookahead stays
+  // the adaptive rule's (a function of its own history).
+  auto cappable = [](const ProposeItem& item, bool random_proposal) {
+    return !random_proposal || item.sampler->greedy();
+  };
   if (proposer_->runs_model()) {
     // Decide before paying for the draft's forward calls.
     if (config_.spec.cost_aware) {
-      const int32_t cap = lookahead_cap(items, /*proposed=*/false);
-      if (cap == 0) return;
-      for (ProposeItem& item : items) item.k = std::min(item.k, cap);
+      std::vector<ProposeItem> greedy;
+      for (const ProposeItem& item : items)
+        if (cappable(item, true)) greedy.push_back(item);
+      if (!greedy.empty()) {
+        const int32_t cap = lookahead_cap(greedy, /*proposed=*/false);
+        for (ProposeItem& item : items)
+          if (cappable(item, true)) item.k = std::min(item.k, cap);
+      }
     }
     int32_t drafted = 0;
     for (const ProposeItem& item : items) drafted = std::max(drafted, item.k);
+    if (drafted == 0) return;
     const auto t0 = Clock::now();
     proposer_->propose(items);
     const double ms = ms_between(t0, Clock::now());
@@ -291,10 +305,13 @@ void EngineCore::propose() {
   } else {
     proposer_->propose(items);
     if (config_.spec.cost_aware) {
-      const int32_t cap = lookahead_cap(items, /*proposed=*/true);
+      std::vector<ProposeItem> trimmable;
+      for (const ProposeItem& item : items)
+        if (cappable(item, !item.out->q.empty())) trimmable.push_back(item);
+      const int32_t cap = trimmable.empty() ? 0 : lookahead_cap(trimmable, /*proposed=*/true);
       for (ProposeItem& item : items) {
         Proposal& prop = *item.out;
-        if (prop.tokens.size() <= static_cast<size_t>(cap)) continue;
+        if (!cappable(item, !prop.q.empty()) || prop.tokens.size() <= static_cast<size_t>(cap)) continue;
         Request& r = *requests_.at(item.seq_id >> kChoiceBits);
         const auto c = static_cast<size_t>(item.choice);
         if (cap == 0 && prop.q.empty()) {

@@ -24,7 +24,10 @@ double StepTimeModel::estimate(int64_t rows) const {
   const int64_t r = std::clamp<int64_t>(rows, 1, kMaxRows);
   auto hi = std::lower_bound(measured_.begin(), measured_.end(), r);
   if (hi == measured_.end()) return ms_[static_cast<size_t>(measured_.back())];
-  if (*hi == r || hi == measured_.begin()) return ms_[static_cast<size_t>(*hi)];
+  if (*hi == r) return ms_[static_cast<size_t>(r)];
+  // Below the smallest: proportional to the rows (optimistic, so a smaller
+  // step — the one without proposals — is tried and then known).
+  if (hi == measured_.begin()) return ms_[static_cast<size_t>(*hi)] * static_cast<double>(r) / static_cast<double>(*hi);
   const int64_t r1 = *hi, r0 = *(hi - 1);
   const double t0 = ms_[static_cast<size_t>(r0)], t1 = ms_[static_cast<size_t>(r1)];
   return t0 + (t1 - t0) * static_cast<double>(r - r0) / static_cast<double>(r1 - r0);

@@ -21,8 +21,9 @@ namespace tessera {
 // Milliseconds of a forward call as a function of its rows (tokens), learnt
 // from measurements: an exponential moving average per row count. Between
 // measured row counts the estimate interpolates linearly; below the smallest
-// it is the smallest's; above the largest it is the largest's (optimistic, so
-// an unmeasured larger step is tried once and then known).
+// it scales the smallest's by rows / smallest, above the largest it is the
+// largest's — both optimistic, so an unmeasured step (a one-row step after a
+// prefill, a larger verification) is tried once and then known.
 class StepTimeModel {
  public:
   // Row counts above this share the last bucket.

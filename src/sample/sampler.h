@@ -57,6 +57,8 @@ class Sampler {
   std::vector<Prob> candidates() const;
   // The request's seed for this sequence (after choice_seed).
   uint64_t seed() const { return params_.seed; }
+  // Temperature 0: every draw is the argmax.
+  bool greedy() const { return params_.temperature <= 0; }
 
   // Records a generated token for the penalties.
   void accept(int32_t token);

@@ -55,7 +55,7 @@ set(values
   "--max-body-bytes=4096" "--no-webui=" "--log-format=json" "--header-timeout=5" "--idle-timeout=5"
   "--shutdown-timeout=1"
   "--temp=0.5" "--top-p=0.9" "--top-k=40" "--min-p=0.05" "--repetition-penalty=1.1" "--max-tokens=32"
-  "--spec=draft" "--draft-model=${STORIES}" "--draft-kv-tokens=256" "--draft-threads=1"
+  "--spec=draft" "--draft-model=${STORIES}" "--draft-kv-tokens=4096" "--draft-threads=1"
   "--spec-k=3" "--spec-ngram-min=1" "--spec-ngram-max=3" "--spec-disable-batch-size=2"
   "--no-spec-adaptive=" "--no-spec-cost-aware=")
 string(REGEX MATCHALL "\n  (-[a-zA-Z],)?--[a-z0-9-]+" listed "${help}")

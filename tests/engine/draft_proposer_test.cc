@@ -170,6 +170,34 @@ TEST_F(DraftOnStories, SeededRunsRepeatAndUseTheDraftsDistribution) {
   EXPECT_LT(em.spec_accepted_tokens, em.spec_proposed_tokens);
 }
 
+// The cost-aware switch leaves a sampling sequence's draft lookahead alone
+// (its text would otherwise follow the measured step times): with step
+// times that make every proposal a loss, a seeded request still gives the
+// text of a run without the switch, and proposals are still verified; a
+// greedy one is declined and keeps its non-speculative tokens.
+TEST_F(DraftOnStories, CostAwareSwitchKeepsSeededDraftRunsRepeatable) {
+  Job seeded = make_jobs()[1];
+  seeded.options.sampling.temperature = 0.8f;
+  seeded.options.sampling.seed = 99;
+  seeded.options.max_tokens = 40;
+  const auto want = run_jobs(*model_, {seeded}, draft_config(*perturbed_, 512, true, kRoomyKv));
+  EngineConfig cfg = draft_config(*perturbed_, 512, true, kRoomyKv);
+  cfg.spec.cost_aware = true;
+  cfg.step_ms_for_test = [](int64_t rows) { return 10.0 * static_cast<double>(rows); };
+  EngineMetrics em;
+  const auto got = run_jobs(*model_, {seeded}, cfg, &em);
+  expect_same(got[0], want[0], "seeded, switch on and off");
+  EXPECT_GT(em.spec_proposed_tokens, 0);
+  EXPECT_EQ(em.spec_declined_steps, 0);
+
+  Job greedy = make_jobs()[0];
+  const auto want_greedy = run_jobs(*model_, {greedy}, draft_config(*perturbed_, 512, true, kRoomyKv));
+  EngineMetrics em_greedy;
+  const auto got_greedy = run_jobs(*model_, {greedy}, cfg, &em_greedy);
+  expect_same(got_greedy[0], want_greedy[0], "greedy, switch on and off");
+  EXPECT_GT(em_greedy.spec_declined_steps, 0) << em_greedy.spec_proposed_tokens << " proposed, " << em_greedy.decode_steps << " decode steps";
+}
+
 TEST_F(DraftOnStories, CancellingFreesTheDraftsBlocks) {
   auto engine = EngineCore::create(*model_, draft_config(*perturbed_, 512, true, kRoomyKv));
   ASSERT_TRUE(engine.ok());

@@ -11,10 +11,14 @@
 namespace tessera {
 namespace {
 
-TEST(StepTimeModel, InterpolatesBetweenMeasuredRowCountsAndIsFlatOutside) {
+TEST(StepTimeModel, InterpolatesBetweenMeasuredRowCountsAndIsOptimisticOutside) {
   StepTimeModel m;
   EXPECT_TRUE(m.empty());
   EXPECT_EQ(m.estimate(5), 0.0);
+  m.observe(4, 20.0);
+  EXPECT_DOUBLE_EQ(m.estimate(2), 10.0);  // below the smallest: proportional
+  EXPECT_DOUBLE_EQ(m.estimate(8), 20.0);  // above the largest: flat
+  m = StepTimeModel();
   m.observe(1, 10.0);
   m.observe(5, 30.0);
   EXPECT_DOUBLE_EQ(m.estimate(1), 10.0);
