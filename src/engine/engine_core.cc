@@ -49,12 +49,15 @@ struct EngineCore::Request {
   std::vector<Proposal> proposals;  // this step's proposal
   std::vector<int32_t> lookahead;   // the current k (adaptive)
   std::vector<AcceptanceEstimate> acceptance;
-  // A deterministic proposal the cost-aware switch did not verify, and the
-  // position of its first token: the tokens the choice goes on to emit tell
-  // whether it would have been accepted (a one-hot proposal is accepted iff
-  // the target draws it), so its acceptance keeps being measured.
-  std::vector<std::vector<int32_t>> shadow;
-  std::vector<int64_t> shadow_position;
+  // A deterministic proposal the cost-aware switch did not verify: the
+  // tokens the choice goes on to emit from `position` tell whether it would
+  // have been accepted (a one-hot proposal is accepted iff the target draws
+  // it), so its acceptance keeps being measured.
+  struct Unverified {
+    std::vector<int32_t> tokens;
+    int64_t position = 0;
+  };
+  std::vector<Unverified> shadow;
   // finish_request while a choice is in flight: done when its step completes.
   bool finish_deferred = false;
   Status deferred_error;
@@ -211,7 +214,6 @@ void EngineCore::drain_inbox() {
         r->lookahead.push_back(config_.spec.k);
         r->acceptance.emplace_back();
         r->shadow.emplace_back();
-        r->shadow_position.push_back(0);
       }
     }
     Request& req = *r;
@@ -240,10 +242,10 @@ void EngineCore::propose() {
       r->proposals[c].clear();
       slot.num_spec = 0;
       const Sequence& seq = *r->seqs[c];
-      if (std::vector<int32_t>& shadow = r->shadow[c]; !shadow.empty()) {
+      if (std::vector<int32_t>& shadow = r->shadow[c].tokens; !shadow.empty()) {
         // Compare the unverified proposal with what the choice emitted since.
         const std::span<const int32_t> toks = seq.tokens();
-        const int64_t pos = r->shadow_position[c];
+        const int64_t pos = r->shadow[c].position;
         const auto seen = static_cast<int32_t>(
             std::min<int64_t>(static_cast<int64_t>(shadow.size()), static_cast<int64_t>(toks.size()) - pos));
         if (seen > 0) {
@@ -278,19 +280,16 @@ void EngineCore::propose() {
   // at each step, and the switch decides from measured times, so a seeded
   // request would not give the same text run after run; its lookahead stays
   // the adaptive rule's (a function of its own history).
-  auto cappable = [](const ProposeItem& item, bool random_proposal) {
-    return !random_proposal || item.sampler->greedy();
-  };
   if (proposer_->runs_model()) {
     // Decide before paying for the draft's forward calls.
     if (config_.spec.cost_aware) {
       std::vector<ProposeItem> greedy;
       for (const ProposeItem& item : items)
-        if (cappable(item, true)) greedy.push_back(item);
+        if (item.sampler->greedy()) greedy.push_back(item);
       if (!greedy.empty()) {
         const int32_t cap = lookahead_cap(greedy, /*proposed=*/false);
         for (ProposeItem& item : items)
-          if (cappable(item, true)) item.k = std::min(item.k, cap);
+          if (item.sampler->greedy()) item.k = std::min(item.k, cap);
       }
     }
     int32_t drafted = 0;
@@ -305,19 +304,18 @@ void EngineCore::propose() {
   } else {
     proposer_->propose(items);
     if (config_.spec.cost_aware) {
-      std::vector<ProposeItem> trimmable;
+      // A random proposal (a test's proposer) is trimmed only for a greedy sequence, as above.
+      auto trimmable = [](const ProposeItem& item) { return item.out->q.empty() || item.sampler->greedy(); };
+      std::vector<ProposeItem> capped;
       for (const ProposeItem& item : items)
-        if (cappable(item, !item.out->q.empty())) trimmable.push_back(item);
-      const int32_t cap = trimmable.empty() ? 0 : lookahead_cap(trimmable, /*proposed=*/true);
+        if (trimmable(item)) capped.push_back(item);
+      const int32_t cap = lookahead_cap(capped, /*proposed=*/true);
       for (ProposeItem& item : items) {
         Proposal& prop = *item.out;
-        if (!cappable(item, !prop.q.empty()) || prop.tokens.size() <= static_cast<size_t>(cap)) continue;
+        if (!trimmable(item) || prop.tokens.size() <= static_cast<size_t>(cap)) continue;
         Request& r = *requests_.at(item.seq_id >> kChoiceBits);
         const auto c = static_cast<size_t>(item.choice);
-        if (cap == 0 && prop.q.empty()) {
-          r.shadow[c] = prop.tokens;
-          r.shadow_position[c] = r.seqs[c]->num_tokens();
-        }
+        if (cap == 0 && prop.q.empty()) r.shadow[c] = {prop.tokens, r.seqs[c]->num_tokens()};
         prop.tokens.resize(static_cast<size_t>(cap));
         if (!prop.q.empty()) prop.q.resize(prop.tokens.size() * n_vocab);
       }
