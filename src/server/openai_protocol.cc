@@ -110,8 +110,12 @@ std::optional<std::vector<int32_t>> token_ids(const Json& a, int32_t n_vocab, Fi
 void parse_prompt(const Json& p, const ProtocolContext& ctx, ParsedRequest& out, FieldReader& r) {
   auto encode = [&](const std::string& s) {
     if (!ctx.vocab) return r.fail("this model has no tokenizer; send token ids", "prompt");
-    if (s.empty()) return r.fail("prompt must not be empty", "prompt");
-    out.prompts.push_back(ctx.vocab->encode(s, /*add_special=*/true));
+    // "" is a prompt, as in OpenAI's API and `tessera run -p ""`: generation
+    // starts from the BOS token the model adds. Without one nothing is left.
+    std::vector<int32_t> ids = ctx.vocab->encode(s, /*add_special=*/true);
+    if (ids.empty())
+      return r.fail("prompt must not be empty (this model adds no BOS token to an empty text)", "prompt");
+    out.prompts.push_back(std::move(ids));
     out.prompt_texts.push_back(s);
   };
   auto ids_prompt = [&](std::vector<int32_t> ids) {

@@ -157,6 +157,24 @@ TEST_F(ServerTest, GreedyCompletionEqualsEngine) {
   EXPECT_TRUE(j["usage"]["prompt_tokens_details"]["cached_tokens"].is_number_integer());
 }
 
+// Issue #17: "" is a prompt, as in OpenAI's API and `tessera run -p ""`: the
+// model's BOS token alone, continued like any other prompt.
+TEST_F(ServerTest, EmptyPromptStartsFromBos) {
+  const uint16_t port = start();
+  ASSERT_EQ(engine_->vocab()->encode("", true).size(), 1u);
+  const std::string expected = engine_greedy("", 12);
+  EXPECT_EQ(expected.rfind(" Once upon a time", 0), 0u) << expected;
+  auto r = http_request(port, "POST", "/v1/completions", R"({"prompt":"","max_tokens":12,"temperature":0})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["choices"][0]["text"], expected);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 1);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 12);
+  // An empty token-id array is still nothing to continue.
+  r = http_request(port, "POST", "/v1/completions", R"({"prompt":[],"max_tokens":2})");
+  EXPECT_EQ(r.status, 400) << r.body;
+}
+
 TEST_F(ServerTest, PromptVariantsNAndLogprobs) {
   const uint16_t port = start();
   auto r = http_request(port, "POST", "/v1/completions",

@@ -128,6 +128,29 @@ test("n > 1 returns n choices", async () => {
   assert.equal(chat.choices.length, 2);
 });
 
+// Issue #17: the CLI and the server give the same answer to the same input. `tessera run` prints the
+// text and one newline; a seeded sampled request draws the same tokens in both.
+test("tessera run and the server give the same text for the same seeded input", async () => {
+  const sampling = { temperature: 0.8, top_k: 40, top_p: 0.95, min_p: 0.05, max_tokens: 40 };
+  const flags = (seed) => ["-n", "40", "--seed", String(seed), "--temp", "0.8", "--top-k", "40", "--top-p", "0.95",
+                           "--min-p", "0.05", "--threads", "1"];
+  const run = async (args) => (await promisify(execFile)(BIN, ["run", "-m", MODEL, ...args])).stdout;
+  const post = async (path, body) => {
+    const r = await fetch(`${base}${path}`, { method: "POST", headers: { "Content-Type": "application/json" },
+                                              body: JSON.stringify(body) });
+    assert.equal(r.status, 200, await r.clone().text());
+    return r.json();
+  };
+  for (const [prompt, seed] of [["Once upon a time", 42], ["The dog", 3], ["", 7]]) {
+    const j = await post("/v1/completions", { prompt, seed, ...sampling });
+    assert.equal(await run(["-p", prompt, ...flags(seed)]), j.choices[0].text + "\n", `prompt ${JSON.stringify(prompt)}`);
+  }
+  const j = await post("/v1/chat/completions", { messages: [{ role: "user", content: "Tell me a story" }], seed: 5,
+                                                 ...sampling });
+  assert.equal(await run(["--chat", "--chat-template", TEMPLATE, "-p", "Tell me a story", ...flags(5)]),
+               j.choices[0].message.content + "\n");
+});
+
 test("logprobs: completions and chat", async () => {
   const r = await client.completions.create({ model, prompt: "Once upon a time", max_tokens: 5, temperature: 0, logprobs: 2 });
   const lp = r.choices[0].logprobs;
