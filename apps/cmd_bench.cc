@@ -60,6 +60,8 @@ struct BatchRun {
   double decode_tps = 0;
   std::vector<std::vector<int32_t>> tokens;
   int64_t proposed = 0, accepted = 0, spec_steps = 0;
+  int64_t declined_steps = 0;      // steps the cost-aware switch verified nothing in
+  double draft_ms = 0;             // the draft model's proposing time
   double forward_ms_per_step = 0;  // decode steps' forward time (engine metrics)
   double tokens_per_step = 0;      // tokens emitted per decode step, all requests
 };
@@ -101,10 +103,23 @@ Result<BatchRun> run_batch(Engine& engine, const PromptFn& prompt_of, int batch,
   run.proposed = m1.spec_proposed_tokens - m0.spec_proposed_tokens;
   run.accepted = m1.spec_accepted_tokens - m0.spec_accepted_tokens;
   run.spec_steps = m1.spec_steps - m0.spec_steps;
+  run.declined_steps = m1.spec_declined_steps - m0.spec_declined_steps;
+  run.draft_ms = m1.spec_draft_ms - m0.spec_draft_ms;
   const auto steps = static_cast<double>(std::max<int64_t>(1, m1.decode_steps - m0.decode_steps));
   run.forward_ms_per_step = (m1.decode_ms - m0.decode_ms) / steps;
   run.tokens_per_step = static_cast<double>(after_first) / steps;
   return run;
+}
+
+// Why a batch verified no proposal, for the bench line ("" when some were).
+std::string spec_off_reason(const SpeculativeOptions& spec, int batch, int64_t proposed, int64_t declined) {
+  if (proposed > 0) return "";
+  if (batch > spec.disable_batch_size) {
+    return fmt::format("; none verified: batch {} is above --spec-disable-batch-size {}", batch,
+                       spec.disable_batch_size);
+  }
+  if (declined > 0) return "; none verified: the step times said proposals would not pay (--no-spec-cost-aware)";
+  return "; none verified: the proposer found no proposal";
 }
 
 // `bench --spec ngram` / `--spec draft --draft-model D`: decode tokens/s without and with speculation, side
@@ -185,6 +200,10 @@ int spec_bench_main(const BenchOptions& o) {
                                  : 0.0,
         best_plain.forward_ms_per_step, best_plain.tokens_per_step, best_spec.forward_ms_per_step,
         best_spec.tokens_per_step);
+    fmt::print("  speculation: {} verifying steps, {} declined by the cost-aware switch{}{}\n", best_spec.spec_steps,
+               best_spec.declined_steps,
+               method == "draft" ? fmt::format(", drafting {:.1f} ms", best_spec.draft_ms) : std::string(),
+               spec_off_reason(o.spec, batch, best_spec.proposed, best_spec.declined_steps));
   }
   return 0;
 }
