@@ -176,7 +176,7 @@ void matmul_config(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Decode)->Apply(matmul_config<5>);
 BENCHMARK(BM_FewRows)
-    ->ArgsProduct({{2},
+    ->ArgsProduct({{1, 2},
                    {static_cast<int64_t>(DType::kF16), static_cast<int64_t>(DType::kQ8_0),
                     static_cast<int64_t>(DType::kQ4_0), static_cast<int64_t>(DType::kQ4_K)},
                    {1},

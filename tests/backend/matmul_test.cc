@@ -137,9 +137,14 @@ TEST(Matmul, BatchAndThreadInvariant) {
         SCOPED_TRACE(std::string(dtype_name(t)) + " " + isa_label(isa) + " threads=" + std::to_string(threads));
         ThreadPool pool(threads);
         std::vector<uint8_t> scratch;
-        std::vector<float> batched(single.size());
-        matmul(pool, k, view, x.data(), n_tokens, batched.data(), scratch);
-        EXPECT_EQ(0, std::memcmp(batched.data(), single.data(), single.size() * sizeof(float)));
+        // A few tokens take the decode streams (stream_rows in matmul.cc),
+        // more the L2-sized row chunks: both give the one-token bits.
+        for (int64_t n : {int64_t{2}, int64_t{3}, int64_t{5}, int64_t{8}, n_tokens}) {
+          SCOPED_TRACE("tokens=" + std::to_string(n));
+          std::vector<float> batched(static_cast<size_t>(n * rows));  // [n, rows]
+          matmul(pool, k, view, x.data(), n, batched.data(), scratch);
+          EXPECT_EQ(0, std::memcmp(batched.data(), single.data(), batched.size() * sizeof(float)));
+        }
         std::vector<float> one(static_cast<size_t>(rows));
         matmul(pool, k, view, x.data() + 5 * cols, 1, one.data(), scratch);
         EXPECT_EQ(0, std::memcmp(one.data(), single.data() + 5 * rows, one.size() * sizeof(float)));
