@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <vector>
 
 #include "progress_bar.h"
 #include "svg_plot.h"
@@ -171,15 +172,18 @@ Result<std::unique_ptr<Engine>> create_engine(const EngineFlags& engine, const S
 }
 
 void add_spec_flags(CLI::App& app, SpeculativeOptions& s) {
-  app.add_option("--spec", s.method,
-                 "Speculative decoding: ngram (prompt lookup) or draft (a draft model, --draft-model); output "
-                 "distribution unchanged")
-      ->check(CLI::IsMember({"ngram", "draft"}))
-      ->group(kGroupSpeculative);
-  app.add_option("--draft-model", s.draft_model,
-                 "Draft model (GGUF file or HF directory, the target's vocabulary) proposing tokens; implies --spec "
-                 "draft")
-      ->group(kGroupSpeculative);
+  CLI::Option* spec =
+      app.add_option("--spec", s.method,
+                     "Speculative decoding: ngram (prompt lookup) or draft (a draft model, --draft-model); output "
+                     "distribution unchanged")
+          ->check(CLI::IsMember({"ngram", "draft"}))
+          ->group(kGroupSpeculative);
+  CLI::Option* draft =
+      app.add_option(
+             "--draft-model", s.draft_model,
+             "Draft model (GGUF file or HF directory, the target's vocabulary) proposing tokens; implies --spec "
+             "draft")
+          ->group(kGroupSpeculative);
   app.add_option("--draft-kv-tokens", s.draft_kv_tokens,
                  "Draft KV cache capacity in tokens (default: the target cache's plus --spec-k and one block per "
                  "sequence)")
@@ -188,28 +192,38 @@ void add_spec_flags(CLI::App& app, SpeculativeOptions& s) {
   app.add_option("--draft-threads", s.draft_threads, "Draft model threads (default: the target's -t)")
       ->check(CLI::Range(1, 1024))
       ->group(kGroupSpeculative);
-  app.add_option("--spec-k", s.k, "Tokens proposed per sequence and step at most")
-      ->check(CLI::Range(1, 32))
-      ->group(kGroupSpeculative);
-  app.add_option("--spec-ngram-min", s.ngram_min, "Shortest suffix the n-gram lookup matches")
-      ->check(CLI::Range(1, 16))
-      ->group(kGroupSpeculative);
-  app.add_option("--spec-ngram-max", s.ngram_max, "Longest suffix the n-gram lookup matches")
-      ->check(CLI::Range(1, 16))
-      ->group(kGroupSpeculative);
-  app.add_option("--spec-disable-batch-size", s.disable_batch_size,
-                 "No speculation in a step with more running sequences than this")
-      ->check(CLI::Range(1, 1 << 20))
-      ->group(kGroupSpeculative);
-  app.add_flag(
-         "--no-spec-adaptive", [&s](int64_t) { s.adaptive = false; },
-         "Keep --spec-k fixed instead of adapting it per sequence to its acceptance")
-      ->group(kGroupSpeculative);
-  app.add_flag(
-         "--no-spec-cost-aware", [&s](int64_t) { s.cost_aware = false; },
-         "Speculate whenever there are proposals, instead of only when the measured step times and acceptance say "
-         "it pays")
-      ->group(kGroupSpeculative);
+  // The tuning flags mean nothing without a proposer: a usage error (exit 2)
+  // rather than silently ignored.
+  std::vector<CLI::Option*> tuning;
+  tuning.push_back(app.add_option("--spec-k", s.k, "Tokens proposed per sequence and step at most")
+                       ->check(CLI::Range(1, 32))
+                       ->group(kGroupSpeculative));
+  tuning.push_back(app.add_option("--spec-ngram-min", s.ngram_min, "Shortest suffix the n-gram lookup matches")
+                       ->check(CLI::Range(1, 16))
+                       ->group(kGroupSpeculative));
+  tuning.push_back(app.add_option("--spec-ngram-max", s.ngram_max, "Longest suffix the n-gram lookup matches")
+                       ->check(CLI::Range(1, 16))
+                       ->group(kGroupSpeculative));
+  tuning.push_back(app.add_option("--spec-disable-batch-size", s.disable_batch_size,
+                                  "No speculation in a step with more running sequences than this")
+                       ->check(CLI::Range(1, 1 << 20))
+                       ->group(kGroupSpeculative));
+  tuning.push_back(app.add_flag(
+                          "--no-spec-adaptive", [&s](int64_t) { s.adaptive = false; },
+                          "Keep --spec-k fixed instead of adapting it per sequence to its acceptance")
+                       ->group(kGroupSpeculative));
+  tuning.push_back(
+      app.add_flag(
+             "--no-spec-cost-aware", [&s](int64_t) { s.cost_aware = false; },
+             "Speculate whenever there are proposals, instead of only when the measured step times and acceptance say "
+             "it pays")
+          ->group(kGroupSpeculative));
+  app.parse_complete_callback([spec, draft, tuning] {
+    if (spec->count() > 0 || draft->count() > 0) return;
+    for (const CLI::Option* o : tuning) {
+      if (o->count() > 0) throw CLI::ValidationError(o->get_name(), "needs --spec or --draft-model");
+    }
+  });
 }
 
 int check_spec_flags(const SpeculativeOptions& s) {

@@ -36,6 +36,9 @@ expect_error_matching(2 "--spec-ngram-min/--spec-ngram-max must satisfy 1 <= min
 expect_error(2 run -m ${STORIES} -p hi --spec medusa)
 expect_error(2 serve -m ${STORIES} --spec ngram --spec-disable-batch-size 0)
 expect_error(2 bench -m ${STORIES} --spec ngram --spec-k 40)
+# The tuning flags without a proposer would be ignored: a usage error instead.
+expect_error_matching(2 "--spec-k: needs --spec or --draft-model" run -m ${STORIES} -p hi --spec-k 2)
+expect_error_matching(2 "--no-spec-cost-aware: needs --spec or --draft-model" serve -m ${STORIES} --no-spec-cost-aware)
 # The draft-model proposer: its usage errors exit 2, a missing or unusable draft file 1.
 get_filename_component(SHARED_MODELS ${STORIES} DIRECTORY)
 expect_error_matching(2 "--spec-k" run -m ${STORIES} -p hi --draft-model ${STORIES} --spec-k 0)
