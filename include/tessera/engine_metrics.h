@@ -17,8 +17,12 @@ struct RequestMetrics {
   int32_t cached_tokens = 0;     // prompt tokens reused from the prefix cache
   int32_t generated_tokens = 0;  // all choices
   int32_t preemptions = 0;
-  // Speculative decoding (all choices): tokens proposed and verified, of those
-  // accepted, and the sequence-steps that verified at least one proposal.
+  // Speculative decoding (all choices): whether the request speculated at all
+  // (the engine has a proposer and the request did not opt out, even if the
+  // cost-aware switch then verified nothing), tokens proposed and verified,
+  // of those accepted, and the sequence-steps that verified at least one
+  // proposal.
+  bool speculative = false;
   int32_t spec_proposed_tokens = 0;
   int32_t spec_accepted_tokens = 0;
   int32_t spec_steps = 0;

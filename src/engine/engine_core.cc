@@ -387,6 +387,7 @@ void EngineCore::finish_request(Request& r, const Status& error, bool cancelled)
   const auto now = Clock::now();
   r.metrics.e2e_ms = ms_between(r.arrival, now);
   r.metrics.prompt_tokens = static_cast<int32_t>(r.prompt.size());
+  r.metrics.speculative = !r.proposals.empty();
   r.metrics.cached_tokens = r.slots.empty() ? 0 : static_cast<int32_t>(r.slots[0]->num_cached);
   for (auto& slot : r.slots) r.metrics.preemptions += slot->num_preemptions;
   for (auto& s : r.seqs) r.results.push_back(s->result());

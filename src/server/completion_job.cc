@@ -264,7 +264,9 @@ Json CompletionJob::usage() const {
   const UsageCounts counts = usage_counts();
   const int64_t prompt = counts.prompt, completion = counts.completion, cached = counts.cached;
   int64_t proposed = 0, accepted = 0, spec_steps = 0;
+  bool speculative = false;
   for (const auto& m : metrics_) {
+    speculative = speculative || m.speculative;
     proposed += m.spec_proposed_tokens;
     accepted += m.spec_accepted_tokens;
     spec_steps += m.spec_steps;
@@ -273,13 +275,15 @@ Json CompletionJob::usage() const {
             {"completion_tokens", completion},
             {"total_tokens", prompt + completion},
             {"prompt_tokens_details", {{"cached_tokens", cached}}}};
-  // tessera's extension, only when the request speculated.
-  if (proposed > 0) {
-    u["speculative"] = {{"proposed_tokens", proposed},
-                        {"accepted_tokens", accepted},
-                        {"acceptance_rate", static_cast<double>(accepted) / static_cast<double>(proposed)},
-                        {"mean_accepted_length",
-                         spec_steps > 0 ? static_cast<double>(accepted) / static_cast<double>(spec_steps) : 0.0}};
+  // tessera's extension, whenever the request ran with speculative decoding
+  // (zeros when the cost-aware switch verified nothing).
+  if (speculative || proposed > 0) {
+    u["speculative"] = {
+        {"proposed_tokens", proposed},
+        {"accepted_tokens", accepted},
+        {"acceptance_rate", proposed > 0 ? static_cast<double>(accepted) / static_cast<double>(proposed) : 0.0},
+        {"mean_accepted_length",
+         spec_steps > 0 ? static_cast<double>(accepted) / static_cast<double>(spec_steps) : 0.0}};
   }
   return u;
 }

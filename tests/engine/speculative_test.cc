@@ -127,6 +127,7 @@ TEST_F(SpecOnStories, NgramGivesTheNonSpeculativeTokensAloneAndBatched) {
   plain.enable_prefix_cache = false;
   std::vector<Outcome> want;
   for (const Job& j : jobs) want.push_back(run_jobs(*model_, {j}, plain)[0]);
+  for (const Outcome& w : want) EXPECT_FALSE(w.metrics.speculative);  // no proposer
   // Each job alone with speculation.
   int64_t accepted_alone = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -134,6 +135,7 @@ TEST_F(SpecOnStories, NgramGivesTheNonSpeculativeTokensAloneAndBatched) {
     const auto got = run_jobs(*model_, {jobs[i]}, spec_config(512, false, kRoomyKv), &em);
     expect_same(got[0], want[i], "alone, job " + std::to_string(i));
     EXPECT_EQ(got[0].metrics.spec_accepted_tokens, em.spec_accepted_tokens);
+    EXPECT_EQ(got[0].metrics.speculative, jobs[i].options.speculative) << "job " << i;  // usage.speculative
     if (!jobs[i].options.speculative) {
       EXPECT_EQ(em.spec_proposed_tokens, 0) << "job " << i;
     }
