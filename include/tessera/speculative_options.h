@@ -19,10 +19,9 @@ struct SpeculativeOptions {
   // --draft-kv-tokens: the draft's KV cache capacity in tokens; 0: the
   // target cache's capacity plus (k + one block) per sequence of --max-num-seqs.
   int64_t draft_kv_tokens = 0;
-  // --draft-threads: the draft's backend threads; 0: the target's. With the
-  // same count the draft and the target share one pool of worker threads
-  // (ThreadPool::shared); another count makes a second pool, whose idle
-  // workers spin for a while after each region beside the target's.
+  // --draft-threads: the draft's backend threads; 0: the target's. The two
+  // thread pools take turns and a pool's idle workers spin for a while, so
+  // on few cores one draft thread can be faster (README, bench --spec draft).
   int32_t draft_threads = 0;
   int32_t k = 4;          // --spec-k: most tokens proposed per sequence and step
   int32_t ngram_min = 1;  // --spec-ngram-min: shortest suffix looked up
