@@ -1,7 +1,6 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
-#include <map>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -34,24 +33,11 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-std::shared_ptr<ThreadPool> ThreadPool::shared(int n_threads) {
-  static std::mutex mu;
-  static std::map<int, std::weak_ptr<ThreadPool>> pools;
-  n_threads = std::max(1, n_threads);
-  std::lock_guard<std::mutex> lock(mu);
-  std::weak_ptr<ThreadPool>& slot = pools[n_threads];
-  if (auto pool = slot.lock()) return pool;
-  auto pool = std::make_shared<ThreadPool>(n_threads);
-  slot = pool;
-  return pool;
-}
-
 void ThreadPool::run(const std::function<void(int, int)>& fn) {
   if (n_threads_ == 1) {
     fn(0, 1);
     return;
   }
-  std::lock_guard<std::mutex> run_lock(run_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     job_ = &fn;

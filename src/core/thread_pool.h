@@ -8,7 +8,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -23,19 +22,10 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  // The process's pool of n_threads, created on first use and shared by
-  // every caller that asks for the same size while any holds it (the CPU
-  // backends of a target and its draft model: with a pool each, one pool's
-  // spinning workers took the cores the other's needed, and drafting ran
-  // 10-20x slower on 2 cores). Thread-safe.
-  static std::shared_ptr<ThreadPool> shared(int n_threads);
-
   int size() const { return n_threads_; }
 
   // Calls fn(thread_index, n_threads) once on every thread, including the
-  // caller, and returns when all have finished. Not reentrant: fn must not
-  // call run() on this pool. Calls from several threads at once (two
-  // backends sharing the pool) take turns.
+  // caller, and returns when all have finished. Not reentrant.
   void run(const std::function<void(int, int)>& fn);
 
   // Splits [0, n) into contiguous chunks, at most one per thread, and calls
@@ -51,7 +41,6 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
-  std::mutex run_mu_;  // one run() at a time
   std::mutex mu_;
   std::condition_variable cv_;
 };

@@ -50,7 +50,7 @@ class CpuMatrix final : public DeviceMatrix {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(const BackendOptions& o, const Kernels& k) : options_(o), k_(k), pool_(ThreadPool::shared(o.threads)) {}
+  CpuBackend(const BackendOptions& o, const Kernels& k) : options_(o), k_(k), pool_(o.threads) {}
 
   std::string name() const override { return "cpu"; }
   std::string describe() const override {
@@ -77,7 +77,7 @@ class CpuBackend final : public Backend {
   }
   void synchronize() override {}
   double measure_read_bandwidth() override {
-    if (!probe_) probe_ = std::make_unique<BandwidthProbe>(*pool_);  // on the threads the ops run on
+    if (!probe_) probe_ = std::make_unique<BandwidthProbe>(pool_);  // on the threads the ops run on
     return probe_->measure();
   }
 
@@ -88,7 +88,7 @@ class CpuBackend final : public Backend {
     const MatrixView view{w.dtype, w.data, w.rows, w.cols};
     std::vector<std::vector<uint8_t>> storage;
     // Embedding rows are dequantized one at a time and keep the file layout.
-    const MatrixView out = use == MatrixUse::kMatmul ? cpu::prepare_matrix(k_, view, *pool_, storage) : view;
+    const MatrixView out = use == MatrixUse::kMatmul ? cpu::prepare_matrix(k_, view, pool_, storage) : view;
     return std::unique_ptr<DeviceMatrix>(new CpuMatrix(out, std::move(storage)));
   }
 
@@ -128,7 +128,7 @@ class CpuBackend final : public Backend {
       targets = large.data();
     }
     for (size_t i = 0; i < ops.size(); ++i) targets[i] = {view(*ops[i].w), ops[i].y};
-    matmul_multi(*pool_, k_, std::span<const MatmulTarget>(targets, ops.size()), x, rows, scratch_);
+    matmul_multi(pool_, k_, std::span<const MatmulTarget>(targets, ops.size()), x, rows, scratch_);
   }
   void add_bias(float* x, const float* b, int64_t rows, int64_t n) override {
     for (int64_t r = 0; r < rows; ++r) {
@@ -153,7 +153,7 @@ class CpuBackend final : public Backend {
     }
   }
   void paged_attention(const KvCache& kv, int layer, const AttentionShape& shape, const float* q, float* out) override {
-    cpu::paged_attention(*pool_, k_, shape, q, batch_->positions.data(), batch_->seqs, buf(kv), layer, out);
+    cpu::paged_attention(pool_, k_, shape, q, batch_->positions.data(), batch_->seqs, buf(kv), layer, out);
   }
   void silu_mul(const float* gate, const float* up, float* out, int64_t rows, int64_t n) override {
     for (int64_t r = 0; r < rows; ++r) k_.silu_mul(gate + r * n, up + r * n, out + r * n, n);
@@ -171,7 +171,7 @@ class CpuBackend final : public Backend {
 
   BackendOptions options_;
   Kernels k_;
-  std::shared_ptr<ThreadPool> pool_;       // ThreadPool::shared: one per thread count in the process
+  ThreadPool pool_;
   const ForwardBatch* batch_ = nullptr;    // the staged step (read in place)
   std::vector<uint8_t> scratch_;           // quantized activations for matmul
   std::unique_ptr<BandwidthProbe> probe_;  // 1 GiB, made on the first measurement
