@@ -83,9 +83,13 @@ class DeviceMatrix {
   bool reads_source_;
 };
 
-// How a prepared matrix is read: multiplied (matmul) or row-gathered
-// (embedding lookup, which reads one row per token and keeps the file layout).
-enum class MatrixUse { kMatmul, kEmbedding };
+// How a prepared matrix is read: multiplied (matmul), multiplied into the
+// logits (the output head: a backend keeps its activations as exact as its
+// plain matmul's, never rounds them to a narrower type for speed, since that
+// error lands on every logit and the head runs for few rows at prefill), or
+// row-gathered (embedding lookup, which reads one row per token and keeps
+// the file layout).
+enum class MatrixUse { kMatmul, kLogits, kEmbedding };
 
 // The paged KV cache's memory on a device: per layer, K and V of
 // [spec.num_blocks * spec.block_size slots, n_kv_heads, head_dim] in

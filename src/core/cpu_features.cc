@@ -48,6 +48,7 @@ CpuFeatures detect() {
   f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
+  f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
   f.physical_cores = count_physical_cores();
   return f;
 }

@@ -15,6 +15,7 @@ struct CpuFeatures {
   bool avx2 = false;    // with FMA and F16C
   bool avx512 = false;  // F, BW, VL, DQ
   bool avx512_vnni = false;
+  bool avx512_bf16 = false;  // vdpbf16ps, vcvtne2ps2bf16 (Zen 4, Cooper Lake, Sapphire Rapids and later)
   int physical_cores = 1;
 };
 

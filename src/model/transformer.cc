@@ -44,7 +44,7 @@ Result<std::unique_ptr<Transformer>> Transformer::create(const ModelConfig& conf
     return backend.prepare_matrix(w, use);
   };
   TESSERA_ASSIGN_OR_RETURN(t->token_embd_, prepare(weights.token_embd, MatrixUse::kEmbedding));
-  TESSERA_ASSIGN_OR_RETURN(t->output_, prepare(weights.output, MatrixUse::kMatmul));
+  TESSERA_ASSIGN_OR_RETURN(t->output_, prepare(weights.output, MatrixUse::kLogits));
 
   // Norm weights and biases: one f32 buffer, each vector at a 64-byte boundary.
   std::vector<const std::vector<float>*> vecs{&weights.output_norm};

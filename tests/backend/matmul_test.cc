@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/cpu/gemm_bf16_ref.h"
 #include "core/quant_ref.h"
 #include "test_util.h"
 
@@ -78,33 +79,46 @@ TEST(Matmul, MatchesDoublePrecisionReference) {
               dequantize_row(act, q.data(), xr.data() + tk * cols, cols);
             }
           }
+          // The AVX512-BF16 tile (gemm.h tile_bf16_dp) rounds x to bf16 first.
+          std::vector<float> xr_bf16(x.size());
+          for (size_t i = 0; i < x.size(); ++i) xr_bf16[i] = bf16_to_fp32(fp32_to_bf16_daz(x[i]));
           std::vector<double> expect(static_cast<size_t>(n_tokens * rows));  // [n_tokens, rows]
           std::vector<double> tol(expect.size());
+          std::vector<double> expect_bf16x(expect.size());  // against xr_bf16
           for (int64_t tk = 0; tk < n_tokens; ++tk) {
             for (int64_t r = 0; r < rows; ++r) {
-              double dot = 0, abs = 0;
+              double dot = 0, abs = 0, dot_bf16x = 0;
               for (int64_t c = 0; c < cols; ++c) {
                 const double p = static_cast<double>(m.values[r * cols + c]) * xr[tk * cols + c];
                 dot += p;
                 abs += std::fabs(p);
+                dot_bf16x += static_cast<double>(m.values[r * cols + c]) * xr_bf16[tk * cols + c];
               }
               expect[tk * rows + r] = dot;
+              expect_bf16x[tk * rows + r] = dot_bf16x;
               tol[tk * rows + r] = 1e-5 * abs + 1e-30;
             }
           }
           for (Isa isa : supported_isas()) {
             std::vector<std::vector<uint8_t>> storage;
-            const MatrixView views[] = {m.view, prepared(kernels_for(isa), m, storage)};
+            MatrixView head = m.view;  // the output head's view (MatrixUse::kLogits)
+            head.f32_activations = true;
+            const MatrixView views[] = {m.view, prepared(kernels_for(isa), m, storage), head};
             for (const MatrixView& view : views) {
               for (const auto& pool_ptr : pools) {
                 ThreadPool& pool = *pool_ptr;
                 SCOPED_TRACE(std::string(dtype_name(t)) + " " + isa_label(isa) + " rows=" + std::to_string(rows) +
-                             " cols=" + std::to_string(cols) + " tokens=" + std::to_string(n_tokens) + " threads=" +
-                             std::to_string(pool.size()) + (view.layout == WeightLayout::kX16 ? " x16" : ""));
+                             " cols=" + std::to_string(cols) + " tokens=" + std::to_string(n_tokens) +
+                             " threads=" + std::to_string(pool.size()) +
+                             (view.layout == WeightLayout::kX16 ? " x16" : "") + (view.f32_activations ? " f32x" : ""));
                 std::vector<uint8_t> scratch;
                 std::vector<float> y(expect.size(), NAN);  // [n_tokens, rows]
                 matmul(pool, kernels_for(isa), view, x.data(), n_tokens, y.data(), scratch);
-                for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], expect[i], tol[i]) << "i=" << i;
+                const GemmKernels* g = kernels_for(isa).gemm;
+                const bool bf16x =
+                    t == DType::kBF16 && g != nullptr && g->tile_bf16_dp != nullptr && !view.f32_activations;
+                const std::vector<double>& want = bf16x ? expect_bf16x : expect;
+                for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want[i], tol[i]) << "i=" << i;
               }
             }
           }

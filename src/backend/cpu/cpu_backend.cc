@@ -85,10 +85,11 @@ class CpuBackend final : public Backend {
     if (!supports_weight(w.dtype)) {
       return unimplemented(std::string("the cpu backend cannot compute with ") + dtype_name(w.dtype) + " weights");
     }
-    const MatrixView view{w.dtype, w.data, w.rows, w.cols};
+    MatrixView view{w.dtype, w.data, w.rows, w.cols};
+    view.f32_activations = use == MatrixUse::kLogits;
     std::vector<std::vector<uint8_t>> storage;
     // Embedding rows are dequantized one at a time and keep the file layout.
-    const MatrixView out = use == MatrixUse::kMatmul ? cpu::prepare_matrix(k_, view, pool_, storage) : view;
+    const MatrixView out = use == MatrixUse::kEmbedding ? view : cpu::prepare_matrix(k_, view, pool_, storage);
     return std::unique_ptr<DeviceMatrix>(new CpuMatrix(out, std::move(storage)));
   }
 

@@ -76,6 +76,12 @@ inline size_t packed_q8x16_row_bytes(int64_t n) {
   return static_cast<size_t>((blocks + 15) / 16) * sizeof(PackedQ8x16Group);
 }
 
+// Elements of one packed bf16 activation row of n elements (pack_bf16): n
+// rounded up to a whole 64-byte vector of 32 bf16, the tail zero.
+inline int64_t packed_bf16_row_elems(int64_t n) {
+  return (n + 31) / 32 * 32;
+}
+
 struct GemmKernels {
   // Most weight rows / activation rows per tile call of the quantized and
   // the float kernels (rows ≥ 1, tokens ≥ 1 up to these; any smaller count
@@ -121,6 +127,19 @@ struct GemmKernels {
                    int64_t n, float* y, int64_t y_stride);
   void (*tile_bf16)(const uint16_t* w, int64_t w_stride, int rows, const float* x, int64_t x_stride, int tokens,
                     int64_t n, float* y, int64_t y_stride);
+
+  // BF16 weights against activations rounded to bf16 (AVX512-BF16, where
+  // CPUID reports it; null elsewhere, and matmul then takes tile_bf16):
+  // pack_bf16 rounds x[n] to nearest even into out[packed_bf16_row_elems(n)]
+  // (64-byte aligned) with subnormals flushed to zero (vcvtne2ps2bf16);
+  // tile_bf16_dp multiplies those rows (x_stride bytes apart) with vdpbf16ps,
+  // two products per lane and instruction (llama.cpp's BF16 path rounds the
+  // activations the same way). Each element equals dot_bf16_dp_ref
+  // (gemm_bf16_ref.h) bit for bit; shapes as tile_bf16, at most float_rows ×
+  // float_tokens.
+  void (*pack_bf16)(const float* x, uint16_t* out, int64_t n);
+  void (*tile_bf16_dp)(const uint16_t* w, int64_t w_stride, int rows, const uint16_t* x, int64_t x_stride, int tokens,
+                       int64_t n, float* y, int64_t y_stride);
 };
 
 // Whether g has a tile kernel for weights of type t. A set may leave an

@@ -668,6 +668,8 @@ const GemmKernels kGemmAvx2{
     .tile_f32 = tile_f32,
     .tile_f16 = tile_f16,
     .tile_bf16 = tile_bf16,
+    .pack_bf16 = nullptr,
+    .tile_bf16_dp = nullptr,
 };
 
 }  // namespace tessera::cpu::detail

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "backend/cpu/kernels_internal.h"
+#include "core/cpu_features.h"
 #include "core/dtype.h"
 
 namespace tessera::cpu::detail {
@@ -570,7 +571,13 @@ const Kernels& avx512_kernels() {
       .gemm = &kGemmAvx512,
       .decode_streams = kDefaultDecodeStreams,
   };
-  return k;
+  // The same table with the AVX512-BF16 tile for BF16 weights.
+  static constexpr Kernels k_bf16 = [] {
+    Kernels t = k;
+    t.gemm = &kGemmAvx512Bf16;
+    return t;
+  }();
+  return cpu_features().avx512_bf16 ? k_bf16 : k;
 }
 
 }  // namespace tessera::cpu::detail

@@ -22,6 +22,12 @@ extern const QuantKernels kQuantAvx512;
 // Tile kernels of the AVX-512 and AVX2 tables (gemm_avx512.cc, gemm_avx2.cc).
 extern const GemmKernels kGemmAvx512;
 extern const GemmKernels kGemmAvx2;
+// kGemmAvx512 plus the AVX512-BF16 kernel (gemm_bf16_avx512.cc), for CPUs
+// that report avx512_bf16.
+extern const GemmKernels kGemmAvx512Bf16;
+void pack_bf16_avx512(const float* x, uint16_t* out, int64_t n);
+void tile_bf16_dp_avx512(const uint16_t* w, int64_t ws, int rows, const uint16_t* x, int64_t xs, int tokens, int64_t n,
+                         float* y, int64_t ys);
 // The Q8_K activation quantizer every table uses (kernels_quant_scalar.cc).
 void quantize_row_q8_k_scalar(const float* x, BlockQ8_K* y, int64_t n);
 

@@ -164,6 +164,11 @@ bool has_tile_kernel(const GemmKernels& g, const MatrixView& w) {
          has_tile(g, w.dtype);
 }
 
+// BF16 weights through the bf16-activation tile (gemm.h tile_bf16_dp).
+bool uses_bf16_activations(const Kernels& k, bool tiled, const MatrixView& w) {
+  return tiled && w.dtype == DType::kBF16 && !w.f32_activations && k.gemm->tile_bf16_dp != nullptr;
+}
+
 // Chunks per thread for dynamic scheduling (for_row_chunks).
 constexpr int64_t kChunksPerThread = 4;
 
@@ -220,8 +225,19 @@ struct Activations {
   size_t row_bytes;
 };
 
-Activations prepare_activations(ThreadPool& pool, const Kernels& k, DType w_dtype, bool tiled, const float* x,
-                                int64_t n_tokens, int64_t cols, std::vector<uint8_t>& scratch) {
+Activations prepare_activations(ThreadPool& pool, const Kernels& k, DType w_dtype, bool tiled, bool bf16_activations,
+                                const float* x, int64_t n_tokens, int64_t cols, std::vector<uint8_t>& scratch) {
+  if (bf16_activations) {
+    // Rows rounded to bf16 for vdpbf16ps (gemm.h pack_bf16).
+    const int64_t elems = packed_bf16_row_elems(cols);
+    const size_t row_bytes = static_cast<size_t>(elems) * sizeof(uint16_t);  // a multiple of 64
+    auto* q = reinterpret_cast<uint16_t*>(aligned_scratch(scratch, row_bytes * static_cast<size_t>(n_tokens)));
+    // q: [n_tokens, elems]
+    for_tokens(pool, n_tokens, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) k.gemm->pack_bf16(x + t * cols, q + t * elems, cols);
+    });
+    return {reinterpret_cast<const uint8_t*>(q), row_bytes};
+  }
   const DType act = dtype_vec_dot_type(w_dtype);
   if (act == DType::kF32) return {reinterpret_cast<const uint8_t*>(x), static_cast<size_t>(cols) * sizeof(float)};
   // One row of x into `out`, in the form the weight's kernels take.
@@ -251,8 +267,8 @@ Activations prepare_activations(ThreadPool& pool, const Kernels& k, DType w_dtyp
 }
 
 // Rows [r0, r1) of y[n_tokens, w.rows] = x · wᵀ for every token.
-void compute_matrix_rows(const Kernels& k, bool tiled, const MatrixView& w, const Activations& x, int64_t n_tokens,
-                         float* y, int64_t r0, int64_t r1) {
+void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixView& w, const Activations& x,
+                         int64_t n_tokens, float* y, int64_t r0, int64_t r1) {
   const auto* wb = static_cast<const uint8_t*>(w.data);
   const size_t w_row_bytes = dtype_row_bytes(w.dtype, w.cols);
   const int64_t cols = w.cols;
@@ -289,6 +305,11 @@ void compute_matrix_rows(const Kernels& k, bool tiled, const MatrixView& w, cons
                                     cols, rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
       default:
+        if (bf16x) {
+          tiled_rows<uint16_t, uint16_t>(g.tile_bf16_dp, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data,
+                                         x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
+          return;
+        }
         tiled_rows<uint16_t, float>(g.tile_bf16, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes,
                                     cols, rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
@@ -364,7 +385,8 @@ void matmul_multi(ThreadPool& pool, const Kernels& k, std::span<const MatmulTarg
   if (n_tokens <= 0 || targets.empty()) return;
   const MatrixView& w0 = targets.front().w;
   const bool shared = std::all_of(targets.begin(), targets.end(), [&](const MatmulTarget& t) {
-    return t.w.dtype == w0.dtype && t.w.cols == w0.cols && t.w.layout == w0.layout;
+    return t.w.dtype == w0.dtype && t.w.cols == w0.cols && t.w.layout == w0.layout &&
+           t.w.f32_activations == w0.f32_activations;
   });
   if (!shared) {
     for (const MatmulTarget& t : targets)
@@ -375,7 +397,8 @@ void matmul_multi(ThreadPool& pool, const Kernels& k, std::span<const MatmulTarg
   TESSERA_CHECK(dtype_vec_dot_type(w0.dtype) == DType::kF32 || w0.cols % dtype_block_elems(w0.dtype) == 0);
   TESSERA_CHECK(w0.layout == WeightLayout::kGguf || k.gemm != nullptr);  // x16 rows need the tile kernels
   const bool tiled = k.gemm != nullptr && has_tile_kernel(*k.gemm, w0);
-  const Activations act = prepare_activations(pool, k, w0.dtype, tiled, x, n_tokens, w0.cols, scratch);
+  const bool bf16x = uses_bf16_activations(k, tiled, w0);
+  const Activations act = prepare_activations(pool, k, w0.dtype, tiled, bf16x, x, n_tokens, w0.cols, scratch);
   int64_t total = 0;
   for (const MatmulTarget& t : targets) total += std::max<int64_t>(0, t.w.rows);
   // One parallel region over the rows of all matrices, as if stacked.
@@ -384,7 +407,7 @@ void matmul_multi(ThreadPool& pool, const Kernels& k, std::span<const MatmulTarg
     int64_t offset = 0;
     for (const MatmulTarget& t : targets) {
       const int64_t lo = std::max(g0, offset), hi = std::min(g1, offset + t.w.rows);
-      if (lo < hi) compute_matrix_rows(k, tiled, t.w, act, n_tokens, t.y, lo - offset, hi - offset);
+      if (lo < hi) compute_matrix_rows(k, tiled, bf16x, t.w, act, n_tokens, t.y, lo - offset, hi - offset);
       offset += std::max<int64_t>(0, t.w.rows);
     }
   });

@@ -36,6 +36,10 @@ struct MatrixView {
   int64_t rows;
   int64_t cols;
   WeightLayout layout = WeightLayout::kGguf;
+  // BF16 weights: multiply f32 activations even where the kernel table has
+  // the bf16-activation tile (gemm.h tile_bf16_dp); set for the output head
+  // (MatrixUse::kLogits).
+  bool f32_activations = false;
 };
 
 // y[n_tokens, rows] = x[n_tokens, cols] · Wᵀ, f32 in/out. Multi-threaded over
@@ -45,7 +49,9 @@ struct MatrixView {
 // dtype_vec_dot_type (Q8_0 for 32-element formats, Q8_K for K-quants; for
 // x16 weights Q8_0 packed sixteen blocks at a time, PackedQ8x16Group) into
 // `scratch` (grown as needed, never shrunk, so a caller can reuse one buffer
-// across calls). Q8_K is an activation format and not accepted as weights;
+// across calls). BF16 weights on a table with tile_bf16_dp (AVX512-BF16)
+// take x rounded to bf16 the same way (pack_bf16) unless w.f32_activations.
+// Q8_K is an activation format and not accepted as weights;
 // x16 weights need k.gemm (a programming error otherwise, checked).
 void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float* x, int64_t n_tokens, float* y,
             std::vector<uint8_t>& scratch);
@@ -58,7 +64,7 @@ struct MatmulTarget {
 
 // The products of several matrices with the same activations (Q, K and V;
 // gate and up): targets[i].y = x · targets[i].wᵀ. When the matrices share
-// dtype, layout and cols, x is quantized once and one parallel region covers the
+// dtype, layout, cols and f32_activations, x is quantized once and one parallel region covers the
 // rows of all of them as if stacked, so small matrices do not each pay a
 // thread wake-up; otherwise it is one matmul per target. Every y is
 // bit-identical to what matmul gives for that matrix alone.
