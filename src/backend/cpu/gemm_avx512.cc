@@ -370,30 +370,11 @@ const GemmKernels kGemmAvx512{
 
 // The same set with the AVX512-BF16 kernel for BF16 weights
 // (gemm_bf16_avx512.cc).
-const GemmKernels kGemmAvx512Bf16{
-    .quant_rows = kQuantRows,
-    .quant_tokens = kQuantTokens,
-    .float_rows = kFloatRows,
-    .float_tokens = kFloatTokens,
-    .q4_k_rows = kQuantRows,
-    .q4_k_tokens = kQuantTokens,
-    .q8_0_rows = kQuantRows,
-    .q8_0_tokens = kQuantTokens,
-    .q4_0_rows = kQuantRows,
-    .q4_0_tokens = kQuantTokens,
-    .q6_k_rows = 1,  // no Q6_K tile on this set: the dot products
-    .q6_k_tokens = 1,
-    .pack_q8x16 = pack_q8x16,
-    .pack_q8k = pack_q8k,
-    .tile_q8_0 = tile_q8_0,
-    .tile_q4_0 = tile_q4_0,
-    .tile_q4_k = tile_q4_k,
-    .tile_q6_k = nullptr,
-    .tile_f32 = tile_f32,
-    .tile_f16 = tile_f16,
-    .tile_bf16 = tile_bf16,
-    .pack_bf16 = pack_bf16_avx512,
-    .tile_bf16_dp = tile_bf16_dp_avx512,
-};
+const GemmKernels kGemmAvx512Bf16 = [] {
+  GemmKernels g = kGemmAvx512;
+  g.pack_bf16 = pack_bf16_avx512;
+  g.tile_bf16_dp = tile_bf16_dp_avx512;
+  return g;
+}();
 
 }  // namespace tessera::cpu::detail
