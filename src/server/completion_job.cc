@@ -277,7 +277,7 @@ Json CompletionJob::usage() const {
             {"prompt_tokens_details", {{"cached_tokens", cached}}}};
   // tessera's extension, whenever the request ran with speculative decoding
   // (zeros when the cost-aware switch verified nothing).
-  if (speculative || proposed > 0) {
+  if (speculative) {
     u["speculative"] = {
         {"proposed_tokens", proposed},
         {"accepted_tokens", accepted},
