@@ -41,6 +41,14 @@ void unmap(const uint8_t* p, size_t n) {
 
 }  // namespace
 
+bool MappedFile::contains(const void* p, size_t bytes) {
+  const auto lo = reinterpret_cast<uintptr_t>(p);
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return std::any_of(r.ranges.begin(), r.ranges.end(),
+                     [&](const auto& range) { return range.first <= lo && lo + bytes <= range.second; });
+}
+
 void MappedFile::release_pages(const void* p, size_t bytes) {
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto lo = reinterpret_cast<uintptr_t>(p);

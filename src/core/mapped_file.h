@@ -29,6 +29,8 @@ class MappedFile {
   // in the page cache and fault back in if read, so contents never change).
   // Any other memory is left alone. Thread-safe.
   static void release_pages(const void* p, size_t bytes);
+  // Whether [p, p + bytes) lies inside one live MappedFile. Thread-safe.
+  static bool contains(const void* p, size_t bytes);
 
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }

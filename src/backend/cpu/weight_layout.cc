@@ -1,5 +1,8 @@
 #include "backend/cpu/weight_layout.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -107,6 +110,19 @@ void convert_rows(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64
   }
 }
 
+// A zeroed vector of `bytes` appended to `storage`, its whole pages
+// advised MADV_HUGEPAGE before they are first touched.
+std::vector<uint8_t>& huge_page_bytes(std::vector<std::vector<uint8_t>>& storage, size_t bytes) {
+  std::vector<uint8_t>& v = storage.emplace_back();
+  v.reserve(bytes);
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto lo = reinterpret_cast<uintptr_t>(v.data());
+  const uintptr_t begin = (lo + page - 1) / page * page, end = (lo + bytes) / page * page;
+  if (begin < end) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // a hint: errors ignored
+  v.resize(bytes);
+  return v;
+}
+
 }  // namespace
 
 bool has_x16_layout(DType t) {
@@ -123,13 +139,24 @@ void unpack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, in
 
 MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& pool,
                           std::vector<std::vector<uint8_t>>& storage) {
-  if (k.gemm == nullptr || w.layout != WeightLayout::kGguf || !has_x16_layout(w.dtype) || !has_tile(*k.gemm, w.dtype) ||
-      w.rows <= 0) {
-    return w;
-  }
+  if (w.layout != WeightLayout::kGguf || w.rows <= 0) return w;
   const size_t row_bytes = dtype_row_bytes(w.dtype, w.cols);
-  std::vector<uint8_t>& copy = storage.emplace_back(row_bytes * static_cast<size_t>(w.rows));
+  const size_t bytes = row_bytes * static_cast<size_t>(w.rows);
   const auto* src = static_cast<const uint8_t*>(w.data);
+  const bool is_float = w.dtype == DType::kF16 || w.dtype == DType::kBF16 || w.dtype == DType::kF32;
+  if (is_float && MappedFile::contains(src, bytes)) {
+    std::vector<uint8_t>& copy = huge_page_bytes(storage, bytes);
+    pool.parallel_for(w.rows, [&](int64_t r0, int64_t r1) {
+      const size_t off = static_cast<size_t>(r0) * row_bytes;
+      std::memcpy(copy.data() + off, src + off, static_cast<size_t>(r1 - r0) * row_bytes);
+    });
+    MappedFile::release_pages(src, bytes);
+    MatrixView out = w;
+    out.data = copy.data();
+    return out;
+  }
+  if (k.gemm == nullptr || !has_x16_layout(w.dtype) || !has_tile(*k.gemm, w.dtype)) return w;
+  std::vector<uint8_t>& copy = huge_page_bytes(storage, bytes);
   pool.parallel_for(w.rows, [&](int64_t r0, int64_t r1) {
     const size_t off = static_cast<size_t>(r0) * row_bytes;
     repack_rows_x16(w.dtype, src + off, copy.data() + off, r1 - r0, w.cols);
