@@ -51,7 +51,7 @@ Matrix make_matrix(DType t, int64_t rows, int64_t cols, uint32_t seed) {
 
 // m's view as the engine hands it to k: prepare_matrix's x16 copy (owned by
 // `storage`) where k has tile kernels for its type, else m.view itself.
-MatrixView prepared(const Kernels& k, const Matrix& m, std::vector<std::vector<uint8_t>>& storage) {
+MatrixView prepared(const Kernels& k, const Matrix& m, WeightStorage& storage) {
   ThreadPool pool(2);
   return prepare_matrix(k, m.view, pool, storage);
 }
@@ -100,7 +100,7 @@ TEST(Matmul, MatchesDoublePrecisionReference) {
             }
           }
           for (Isa isa : supported_isas()) {
-            std::vector<std::vector<uint8_t>> storage;
+            WeightStorage storage;
             MatrixView head = m.view;  // the output head's view (MatrixUse::kLogits)
             head.f32_activations = true;
             const MatrixView views[] = {m.view, prepared(kernels_for(isa), m, storage), head};
@@ -137,7 +137,7 @@ TEST(Matmul, BatchAndThreadInvariant) {
     const std::vector<float> x = random_floats(n_tokens * cols, 8);  // [n_tokens, cols]
     for (Isa isa : supported_isas()) {
       const Kernels& k = kernels_for(isa);
-      std::vector<std::vector<uint8_t>> storage;
+      WeightStorage storage;
       const MatrixView view = prepared(k, m, storage);
       std::vector<float> single(static_cast<size_t>(n_tokens * rows));  // [n_tokens, rows]
       {
@@ -185,7 +185,7 @@ TEST(Matmul, MultiEqualsSeparateCalls) {
           std::vector<uint8_t> scratch;
           const std::vector<float> x = random_floats(n_tokens * cols, 25);
           const Matrix* ms[] = {&a, &b, &c, &mixed};
-          std::vector<std::vector<uint8_t>> storage;
+          WeightStorage storage;
           std::vector<MatrixView> views;
           for (const Matrix* m : ms) views.push_back(prepared(k, *m, storage));
           std::vector<std::vector<float>> expect, got;

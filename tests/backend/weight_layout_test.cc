@@ -1,15 +1,19 @@
 // The x16 weight layout (backend/cpu/weight_layout.h): a hand-worked row,
-// the round trip for full and short groups, and which views prepare_matrix
-// repacks.
+// the round trip for full and short groups, which views prepare_matrix
+// repacks, and which float views it copies out of a mapped file.
 #include "backend/cpu/weight_layout.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/matmul.h"
+#include "core/mapped_file.h"
 #include "core/thread_pool.h"
 #include "test_util.h"
 
@@ -67,7 +71,7 @@ TEST(WeightLayout, PrepareMatrixRepacksOnlyForTileKernels) {
     for (Isa isa : supported_isas()) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " " + testing::isa_label(isa));
       const Kernels& k = kernels_for(isa);
-      std::vector<std::vector<uint8_t>> storage;
+      WeightStorage storage;
       const MatrixView p = prepare_matrix(k, w, pool, storage);
       const bool repack = k.gemm != nullptr && has_x16_layout(t);
       EXPECT_EQ(p.layout, repack ? WeightLayout::kX16 : WeightLayout::kGguf);
@@ -84,6 +88,45 @@ TEST(WeightLayout, PrepareMatrixRepacksOnlyForTileKernels) {
       }
     }
   }
+}
+
+// A float matrix that lies in a mapped model file is copied (same bytes) into
+// a WeightCopy, 2 MiB-aligned; the same bytes on the heap are not copied.
+TEST(WeightLayout, PrepareMatrixCopiesMappedFloatMatrices) {
+  ThreadPool pool(2);
+  const int64_t rows = 3, cols = 1000;
+  std::vector<uint8_t> bytes(dtype_row_bytes(DType::kF16, cols) * rows);
+  std::iota(bytes.begin(), bytes.end(), uint8_t{7});
+  const std::string path = ::testing::TempDir() + "weight_layout_f16.bin";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+    std::fclose(f);
+  }
+  auto file = MappedFile::open(path);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  const Kernels& k = kernels_for(Isa::kScalar);
+  WeightStorage storage;
+  const MatrixView mapped{DType::kF16, file->data(), rows, cols};
+  const MatrixView p = prepare_matrix(k, mapped, pool, storage);
+  ASSERT_EQ(storage.size(), 1u);
+  EXPECT_NE(p.data, mapped.data);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p.data) % (uintptr_t{2} << 20), 0u);
+  EXPECT_EQ(storage.front().size(), bytes.size());
+  EXPECT_EQ(0, std::memcmp(p.data, bytes.data(), bytes.size()));
+  EXPECT_EQ(p.layout, WeightLayout::kGguf);
+
+  const MatrixView heap{DType::kF16, bytes.data(), rows, cols};
+  EXPECT_EQ(prepare_matrix(k, heap, pool, storage).data, heap.data);
+  EXPECT_EQ(storage.size(), 1u);
+
+  // A moved copy keeps its bytes; the moved-from one owns nothing.
+  WeightCopy moved = std::move(storage.front());
+  EXPECT_EQ(moved.data(), p.data);
+  EXPECT_EQ(storage.front().data(), nullptr);
+  EXPECT_EQ(0, std::memcmp(moved.data(), bytes.data(), bytes.size()));
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -32,7 +32,9 @@ TEST(MappedFile, ReleasePagesKeepsContents) {
     ASSERT_TRUE(f.ok()) << f.status().message();
     ASSERT_EQ(f->size(), bytes.size());
     ASSERT_EQ(0, std::memcmp(f->data(), bytes.data(), bytes.size()));
-    MappedFile::release_pages(f->data() + 100, 4 * 4096);  // unaligned: whole pages inside only
+    EXPECT_TRUE(MappedFile::contains(f->data() + 100, f->size() - 100));
+    EXPECT_FALSE(MappedFile::contains(f->data() + 100, f->size()));  // runs past the end
+    MappedFile::release_pages(f->data() + 100, 4 * 4096);            // unaligned: whole pages inside only
     MappedFile::release_pages(f->data(), f->size());
     EXPECT_EQ(0, std::memcmp(f->data(), bytes.data(), bytes.size()));
     MappedFile moved = std::move(*f);  // the mapping stays registered under its new owner
@@ -42,6 +44,7 @@ TEST(MappedFile, ReleasePagesKeepsContents) {
   std::remove(path);
   // Heap memory is not a mapping: untouched (MADV_DONTNEED would zero it).
   std::vector<uint8_t> heap = pattern(64 * 4096);
+  EXPECT_FALSE(MappedFile::contains(heap.data(), heap.size()));
   MappedFile::release_pages(heap.data(), heap.size());
   EXPECT_EQ(heap, pattern(64 * 4096));
 }

@@ -39,13 +39,13 @@ class CpuBuffer final : public DeviceBuffer {
 // A matrix as matmul reads it: the file's bytes, or a re-laid-out copy.
 class CpuMatrix final : public DeviceMatrix {
  public:
-  CpuMatrix(const MatrixView& view, std::vector<std::vector<uint8_t>> storage)
+  CpuMatrix(const MatrixView& view, WeightStorage storage)
       : DeviceMatrix(view.dtype, view.rows, view.cols, storage.empty()), view_(view), storage_(std::move(storage)) {}
   const MatrixView& view() const { return view_; }
 
  private:
   MatrixView view_;
-  std::vector<std::vector<uint8_t>> storage_;  // owns view_.data when it is a copy
+  WeightStorage storage_;  // owns view_.data when it is a copy
 };
 
 class CpuBackend final : public Backend {
@@ -87,7 +87,7 @@ class CpuBackend final : public Backend {
     }
     MatrixView view{w.dtype, w.data, w.rows, w.cols};
     view.f32_activations = use == MatrixUse::kLogits;
-    std::vector<std::vector<uint8_t>> storage;
+    WeightStorage storage;
     // Embedding rows are dequantized one at a time and keep the file layout.
     const MatrixView out = use == MatrixUse::kEmbedding ? view : cpu::prepare_matrix(k_, view, pool_, storage);
     return std::unique_ptr<DeviceMatrix>(new CpuMatrix(out, std::move(storage)));

@@ -69,6 +69,34 @@ bool has_x16_layout(DType t);
 void repack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols);
 void unpack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols);
 
+// Bytes of one prepared weight copy: an anonymous private mapping of at
+// least `bytes` (zero until written, untouched at creation: the copy's
+// writers fault its pages in, in parallel), aligned to 2 MiB and advised
+// MADV_HUGEPAGE so transparent huge pages back it where the system allows.
+// Unmapped on destruction; movable, not copyable.
+class WeightCopy {
+ public:
+  // Errors: none returned; a failed mapping is a TESSERA_CHECK failure
+  // (out of address space), as std::vector's bad_alloc would be.
+  explicit WeightCopy(size_t bytes);
+  WeightCopy(WeightCopy&& o) noexcept;
+  WeightCopy& operator=(WeightCopy&& o) noexcept;
+  WeightCopy(const WeightCopy&) = delete;
+  WeightCopy& operator=(const WeightCopy&) = delete;
+  ~WeightCopy();
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  void* map_ = nullptr;  // the whole mapping [map_, map_ + map_bytes_)
+  size_t map_bytes_ = 0;
+  uint8_t* data_ = nullptr;  // 2 MiB-aligned start inside it
+  size_t size_ = 0;
+};
+
+// The copies a prepared matrix owns (growing it never moves their bytes).
+using WeightStorage = std::vector<WeightCopy>;
+
 // The view `k`'s matmul reads fastest, appended to `storage` when it is a
 // copy (`storage` owns it; growing `storage` never moves the bytes of
 // earlier copies); otherwise w itself:
@@ -80,9 +108,9 @@ void unpack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, in
 //   decode streaming an F16 1.1B model from them ran at 0.6-0.8x the speed
 //   of the same bytes in transparent huge pages (TLB misses; quantized
 //   types got huge pages through their x16 copy already).
-// Copies are advised MADV_HUGEPAGE (for systems whose transparent huge
-// pages are in "madvise" mode) and the mapped file's pages are released.
-MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& pool,
-                          std::vector<std::vector<uint8_t>>& storage);
+// Copies are WeightCopy mappings (huge pages advised, for systems whose
+// transparent huge pages are in "madvise" mode) and the mapped file's pages
+// are released.
+MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& pool, WeightStorage& storage);
 
 }  // namespace tessera::cpu
