@@ -69,19 +69,27 @@ Status Model::load_gguf(const std::string& path) {
 
 Status Model::load_hf_dir(const std::string& dir) {
   const std::filesystem::path d(dir);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(d / "config.json", ec)) {
+    return not_found(dir +
+                     ": a directory is read as a Hugging Face model, and this one has no config.json "
+                     "(give a .gguf file, or a folder with config.json and *.safetensors)");
+  }
   TESSERA_ASSIGN_OR_RETURN(std::string config_text, read_text_file((d / "config.json").string()));
   TESSERA_ASSIGN_OR_RETURN(config_, model_config_from_hf_json(config_text, (d / "config.json").string()));
   if (std::filesystem::exists(d / "generation_config.json")) {
     TESSERA_ASSIGN_OR_RETURN(std::string gen_text, read_text_file((d / "generation_config.json").string()));
-    TESSERA_ASSIGN_OR_RETURN(generation_, generation_defaults_from_json(gen_text, (d / "generation_config.json").string()));
+    TESSERA_ASSIGN_OR_RETURN(generation_,
+                             generation_defaults_from_json(gen_text, (d / "generation_config.json").string()));
   }
   TESSERA_ASSIGN_OR_RETURN(SafetensorsCheckpoint ckpt, SafetensorsCheckpoint::open_dir(dir));
   checkpoint_ = std::make_unique<SafetensorsCheckpoint>(std::move(ckpt));
   TESSERA_ASSIGN_OR_RETURN(weights_, bind_weights(HfTensorSource(*checkpoint_, config_.arch, dir), config_));
   if (std::filesystem::exists(d / "tokenizer.json")) {
     const auto tok_config = d / "tokenizer_config.json";
-    TESSERA_ASSIGN_OR_RETURN(tokenizer_, Tokenizer::from_hf_json((d / "tokenizer.json").string(),
-                                                                 std::filesystem::exists(tok_config) ? tok_config.string() : ""));
+    TESSERA_ASSIGN_OR_RETURN(tokenizer_,
+                             Tokenizer::from_hf_json((d / "tokenizer.json").string(),
+                                                     std::filesystem::exists(tok_config) ? tok_config.string() : ""));
   }
   return {};
 }

@@ -29,6 +29,10 @@ expect_error(2 run -m ${STORIES} -p hi --top-p 0)
 expect_error(2 run -m ${STORIES} -p hi --threads 0)
 expect_error(2 run -m ${STORIES})
 expect_error(2 frobnicate)
+# A directory without config.json: says what a model directory must hold.
+set(EMPTY_DIR ${CMAKE_CURRENT_BINARY_DIR}/cli_errors_empty_dir)
+file(MAKE_DIRECTORY ${EMPTY_DIR})
+expect_error_matching(1 "has no config.json \\(give a .gguf file, or a folder with config.json" run -m ${EMPTY_DIR} -p hi)
 # Speculative decoding flags: usage errors, one line each.
 expect_error_matching(2 "--spec-k" run -m ${STORIES} -p hi --spec ngram --spec-k 0)
 expect_error_matching(2 "--spec-ngram-min/--spec-ngram-max must satisfy 1 <= min <= max"
