@@ -39,14 +39,18 @@ void unmap(const uint8_t* p, size_t n) {
   ::munmap(const_cast<uint8_t*>(p), n);
 }
 
+// Whether [lo, lo + bytes) lies inside one registered mapping; r.mu held.
+bool inside_locked(const Registry& r, uintptr_t lo, size_t bytes) {
+  return std::any_of(r.ranges.begin(), r.ranges.end(),
+                     [&](const auto& range) { return range.first <= lo && lo + bytes <= range.second; });
+}
+
 }  // namespace
 
 bool MappedFile::contains(const void* p, size_t bytes) {
-  const auto lo = reinterpret_cast<uintptr_t>(p);
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  return std::any_of(r.ranges.begin(), r.ranges.end(),
-                     [&](const auto& range) { return range.first <= lo && lo + bytes <= range.second; });
+  return inside_locked(r, reinterpret_cast<uintptr_t>(p), bytes);
 }
 
 void MappedFile::release_pages(const void* p, size_t bytes) {
@@ -56,9 +60,7 @@ void MappedFile::release_pages(const void* p, size_t bytes) {
   if (end <= begin) return;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);  // held so the mapping cannot go away meanwhile
-  const bool mapped = std::any_of(r.ranges.begin(), r.ranges.end(),
-                                  [&](const auto& range) { return range.first <= lo && lo + bytes <= range.second; });
-  if (mapped) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  if (inside_locked(r, lo, bytes)) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 Result<MappedFile> MappedFile::open(const std::string& path) {

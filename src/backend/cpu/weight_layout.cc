@@ -125,44 +125,45 @@ void unpack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, in
   convert_rows(t, src, dst, rows, cols, false);
 }
 
+namespace {
+
 constexpr size_t kHugePage = size_t{2} << 20;
+
+size_t page_rounded(size_t bytes) {
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
+}  // namespace
 
 WeightCopy::WeightCopy(size_t bytes) : size_(bytes) {
   if (bytes == 0) return;
-  map_bytes_ = (bytes + kHugePage - 1) / kHugePage * kHugePage + kHugePage;  // room to align
-  map_ = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  TESSERA_CHECK(map_ != MAP_FAILED);
-  const auto lo = reinterpret_cast<uintptr_t>(map_);
-  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t keep = page_rounded(bytes);
+  const size_t mapped = keep + kHugePage;  // room to align the start
+  void* map = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  TESSERA_CHECK(map != MAP_FAILED);
+  const auto lo = reinterpret_cast<uintptr_t>(map);
   data_ = reinterpret_cast<uint8_t*>((lo + kHugePage - 1) / kHugePage * kHugePage);
-  // Keep only [data_, data_ + bytes rounded up to a page): a huge page can
-  // then never back the partial 2 MiB at the end (up to 2 MiB of resident
-  // waste per matrix, +250 MB on a 1.1B Q4_0 model, before this trim).
-  const size_t keep = (bytes + page - 1) / page * page;
-  const size_t head = static_cast<size_t>(data_ - static_cast<uint8_t*>(map_));
-  if (head > 0) ::munmap(map_, head);
-  if (map_bytes_ > head + keep) ::munmap(data_ + keep, map_bytes_ - head - keep);
-  map_ = data_;
-  map_bytes_ = keep;
+  // Keep only [data_, data_ + keep): a huge page can then never back the
+  // partial 2 MiB at the end (up to 2 MiB of resident waste per matrix,
+  // +250 MB on a 1.1B Q4_0 model, before this trim).
+  const size_t head = static_cast<size_t>(data_ - static_cast<uint8_t*>(map));
+  if (head > 0) ::munmap(map, head);
+  if (mapped > head + keep) ::munmap(data_ + keep, mapped - head - keep);
   ::madvise(data_, keep, MADV_HUGEPAGE);  // a hint: errors ignored
 }
 WeightCopy::WeightCopy(WeightCopy&& o) noexcept
-    : map_(std::exchange(o.map_, nullptr)),
-      map_bytes_(std::exchange(o.map_bytes_, 0)),
-      data_(std::exchange(o.data_, nullptr)),
-      size_(std::exchange(o.size_, 0)) {}
+    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
 WeightCopy& WeightCopy::operator=(WeightCopy&& o) noexcept {
   if (this != &o) {
-    if (map_ != nullptr) ::munmap(map_, map_bytes_);
-    map_ = std::exchange(o.map_, nullptr);
-    map_bytes_ = std::exchange(o.map_bytes_, 0);
+    if (data_ != nullptr) ::munmap(data_, page_rounded(size_));
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
   }
   return *this;
 }
 WeightCopy::~WeightCopy() {
-  if (map_ != nullptr) ::munmap(map_, map_bytes_);
+  if (data_ != nullptr) ::munmap(data_, page_rounded(size_));
 }
 
 MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& pool, WeightStorage& storage) {
@@ -170,30 +171,24 @@ MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& poo
   const size_t row_bytes = dtype_row_bytes(w.dtype, w.cols);
   const size_t bytes = row_bytes * static_cast<size_t>(w.rows);
   const auto* src = static_cast<const uint8_t*>(w.data);
+  const bool x16 = k.gemm != nullptr && has_x16_layout(w.dtype) && has_tile(*k.gemm, w.dtype);
   const bool is_float = w.dtype == DType::kF16 || w.dtype == DType::kBF16 || w.dtype == DType::kF32;
-  if (is_float && MappedFile::contains(src, bytes)) {
-    const WeightCopy& copy = storage.emplace_back(bytes);
-    pool.parallel_for(w.rows, [&](int64_t r0, int64_t r1) {
-      const size_t off = static_cast<size_t>(r0) * row_bytes;
-      std::memcpy(copy.data() + off, src + off, static_cast<size_t>(r1 - r0) * row_bytes);
-    });
-    MappedFile::release_pages(src, bytes);
-    MatrixView out = w;
-    out.data = copy.data();
-    return out;
-  }
-  if (k.gemm == nullptr || !has_x16_layout(w.dtype) || !has_tile(*k.gemm, w.dtype)) return w;
+  if (!x16 && !(is_float && MappedFile::contains(src, bytes))) return w;
   const WeightCopy& copy = storage.emplace_back(bytes);
   pool.parallel_for(w.rows, [&](int64_t r0, int64_t r1) {
     const size_t off = static_cast<size_t>(r0) * row_bytes;
-    repack_rows_x16(w.dtype, src + off, copy.data() + off, r1 - r0, w.cols);
+    if (x16) {
+      repack_rows_x16(w.dtype, src + off, copy.data() + off, r1 - r0, w.cols);
+    } else {
+      std::memcpy(copy.data() + off, src + off, static_cast<size_t>(r1 - r0) * row_bytes);
+    }
   });
   // The GGUF bytes are not read again through this view: a mapped model
   // file need not stay resident next to the copy.
-  MappedFile::release_pages(src, row_bytes * static_cast<size_t>(w.rows));
+  MappedFile::release_pages(src, bytes);
   MatrixView out = w;
   out.data = copy.data();
-  out.layout = WeightLayout::kX16;
+  out.layout = x16 ? WeightLayout::kX16 : WeightLayout::kGguf;
   return out;
 }
 

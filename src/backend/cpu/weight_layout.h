@@ -88,9 +88,7 @@ class WeightCopy {
   size_t size() const { return size_; }
 
  private:
-  void* map_ = nullptr;  // the whole mapping [map_, map_ + map_bytes_)
-  size_t map_bytes_ = 0;
-  uint8_t* data_ = nullptr;  // 2 MiB-aligned start inside it
+  uint8_t* data_ = nullptr;  // 2 MiB-aligned; the mapping is [data_, data_ + size_ rounded up to a page)
   size_t size_ = 0;
 };
 
