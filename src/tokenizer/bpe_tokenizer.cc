@@ -46,9 +46,9 @@ struct BpeTokenizer::Scratch {
   };
   struct Candidate {
     int32_t rank;
-    int32_t left;   // symbol slots
+    int32_t left;  // symbol slots
     int32_t right;
-    int32_t left_id;   // ids when queued (detects stale entries)
+    int32_t left_id;  // ids when queued (detects stale entries)
     int32_t right_id;
   };
   std::vector<Symbol> symbols;
@@ -69,8 +69,13 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(Vocabulary vocab, Bpe
   const Vocabulary& v = t->vocab_;
   t->token_ids_.reserve(v.tokens.size());
   for (int32_t id = 0; id < t->n_vocab(); ++id) {
+    // Control tokens are matched only as specials (SpecialTokenMatcher), never
+    // by a lookup or a merge of plain text: untrusted text that spells one,
+    // or merges into one, stays ordinary pieces (SentencePiece does the same).
     const std::string& text = v.tokens[static_cast<size_t>(id)];
-    if (!text.empty()) t->token_ids_.emplace(text, id);  // first id wins
+    if (!text.empty() && v.types[static_cast<size_t>(id)] != TokenType::kControl) {
+      t->token_ids_.emplace(text, id);  // first id wins
+    }
   }
   t->byte_fallback_ids_.fill(-1);
   for (int32_t id = 0; id < t->n_vocab(); ++id) {
@@ -78,8 +83,8 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(Vocabulary vocab, Bpe
     const int b = parse_byte_token(v.tokens[static_cast<size_t>(id)]);
     if (b >= 0 && t->byte_fallback_ids_[static_cast<size_t>(b)] < 0) t->byte_fallback_ids_[static_cast<size_t>(b)] = id;
   }
-  t->all_byte_fallback_ = std::all_of(t->byte_fallback_ids_.begin(), t->byte_fallback_ids_.end(),
-                                      [](int32_t id) { return id >= 0; });
+  t->all_byte_fallback_ =
+      std::all_of(t->byte_fallback_ids_.begin(), t->byte_fallback_ids_.end(), [](int32_t id) { return id >= 0; });
   for (int b = 0; b < 256; ++b) {
     t->byte_level_ids_[static_cast<size_t>(b)] = t->find_token(byte_unicode::byte_to_utf8(static_cast<uint8_t>(b)));
   }
@@ -113,7 +118,8 @@ std::vector<std::pair<std::string, std::string>> BpeTokenizer::ranked_merges() c
   std::vector<std::pair<std::string, std::string>> out;
   out.reserve(by_rank.size());
   for (const auto& [rank, key] : by_rank) {
-    out.emplace_back(vocab_.tokens[static_cast<size_t>(key >> 32)], vocab_.tokens[static_cast<size_t>(key & 0xFFFFFFFFu)]);
+    out.emplace_back(vocab_.tokens[static_cast<size_t>(key >> 32)],
+                     vocab_.tokens[static_cast<size_t>(key & 0xFFFFFFFFu)]);
   }
   return out;
 }
@@ -173,8 +179,7 @@ void BpeTokenizer::append_unknown(std::string_view bytes, std::vector<int32_t>& 
   out.push_back(vocab_.unk_id);
 }
 
-void BpeTokenizer::encode_piece(std::string_view piece, bool raw_bytes, std::vector<int32_t>& out,
-                                Scratch& s) const {
+void BpeTokenizer::encode_piece(std::string_view piece, bool raw_bytes, std::vector<int32_t>& out, Scratch& s) const {
   if (piece.empty()) return;
   TESSERA_CHECK(piece.size() < std::numeric_limits<int32_t>::max());
   if (config_.ignore_merges) {

@@ -84,7 +84,7 @@ class BpeTokenizer final : public Tokenizer {
 
   // Merges that take part in tokenization (both parts and the result are tokens).
   size_t n_merges() const { return merges_.size(); }
-  // Id of the token spelled `text` (any type), or -1.
+  // Id of the token spelled `text` (any type but kControl; first id wins), or -1.
   int32_t find_token(std::string_view text) const;
   // The pre-tokenizer, decoder and flags this tokenizer was built with
   // (GGUF export: model/convert_hf.h). config().merges is empty: the merges

@@ -79,6 +79,20 @@ TEST(HfTokenizerJson, AddedTokensAndParseSpecial) {
   EXPECT_EQ(tok->decode({15, 10}), "<tool>he");
 }
 
+// A control token that plain text could reach through the model's own
+// vocabulary (a one-character lookup or a chain of merges) still comes only
+// from parse_special (fuzz/tokenizer_json_fuzz.cc checks the same property).
+TEST(HfTokenizerJson, ControlTokensNeverComeFromPlainText) {
+  auto tok = parse_ok(R"({
+    "added_tokens": [{"id": 4, "content": "<s>", "special": true}, {"id": 5, "content": "x", "special": true}],
+    "model": {"type": "BPE", "vocab": {"<": 0, "s": 1, ">": 2, "<s": 3, "<s>": 4, "x": 5, "y": 6},
+              "merges": ["< s", "<s >"]}})");
+  ASSERT_NE(tok, nullptr);
+  EXPECT_EQ(tok->encode("<s>xy", false), (Ids{3, 2, 6}));  // "x" has no other token: dropped (no unk)
+  EXPECT_EQ(tok->encode("<s>xy", false, true), (Ids{4, 5, 6}));
+  EXPECT_EQ(tok->token_type(4), TokenType::kControl);
+}
+
 TEST(HfTokenizerJson, MergesAsPairs) {
   std::string json = kByteLevelJson;
   const std::string from = R"(["h e", "l l", "he ll", "hell o", "\u0120 w"])";
@@ -104,15 +118,19 @@ std::string spm_json(const std::string& normalizer, const std::string& pre_token
     {"id": 0, "content": "<unk>", "special": true},
     {"id": 1, "content": "<s>", "special": true},
     {"id": 2, "content": "</s>", "special": true}],
-  "normalizer": )" + normalizer + R"(,
-  "pre_tokenizer": )" + pre_tokenizer + R"(,
+  "normalizer": )" +
+         normalizer + R"(,
+  "pre_tokenizer": )" +
+         pre_tokenizer + R"(,
   "post_processor": {"type": "TemplateProcessing",
     "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
     "pair": [],
     "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
-  "decoder": )" + decoder + R"(,
+  "decoder": )" +
+         decoder + R"(,
   "model": {"type": "BPE", "unk_token": "<unk>", "fuse_unk": true, "byte_fallback": true,
-    "vocab": {)" + vocab + R"(},
+    "vocab": {)" +
+         vocab + R"(},
     "merges": ["\u2581 a", "a b", "\u2581a b"]}
 })";
 }
@@ -154,9 +172,9 @@ TEST(HfTokenizerJson, SentencePieceStyleLegacyNormalizer) {
 }
 
 TEST(HfTokenizerJson, SentencePieceStyleMetaspace) {
-  auto tok = parse_ok(spm_json("null",
-                               R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": false})",
-                               R"({"type": "Sequence", "decoders": [
+  auto tok = parse_ok(
+      spm_json("null", R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": false})",
+               R"({"type": "Sequence", "decoders": [
                                     {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": false},
                                     {"type": "ByteFallback"}, {"type": "Fuse"}]})"));
   ASSERT_NE(tok, nullptr);
@@ -218,8 +236,9 @@ TEST(HfTokenizerJson, Errors) {
 }
 
 TEST(HfTokenizerJson, FromHfDir) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("tessera_hf_tok_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("tessera_hf_tok_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "tokenizer.json") << kByteLevelJson;
   std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": "<|end|>", "chat_template": "X"})";
