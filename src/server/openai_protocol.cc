@@ -223,6 +223,8 @@ void parse_sampling(FieldReader& r, const Json& body, const ProtocolContext& ctx
   parse_stop(r.get("stop"), o, r);
   r.integer("n", o.n, 1, 128);
   r.boolean("ignore_eos", o.ignore_eos);
+  // tessera extension: false opts this request out of the server's speculative decoding.
+  r.boolean("speculative", o.speculative);
   r.integer("min_tokens", o.min_tokens, 0, INT32_MAX);
   (void)body;
 }

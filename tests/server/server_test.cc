@@ -948,5 +948,48 @@ TEST_F(ServerTest, SixtyFourConcurrentStreams) {
   EXPECT_EQ(ok.load(), kClients);
 }
 
+// With n-gram speculation on, a request may opt out with `"speculative":
+// false` (tessera's extension): it gets the same greedy tokens and no
+// usage.speculative, while a default request speculates.
+TEST(ServerSpeculative, PerRequestOptOut) {
+  TESSERA_REQUIRE_SHARED_FILE(path, "models/stories260K.gguf");
+  EngineOptions cfg;
+  cfg.model = path;
+  cfg.ctx_size = 256;
+  cfg.spec.method = "ngram";
+  auto e = Engine::create(cfg);
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  std::unique_ptr<Engine> engine = std::move(*e);
+  engine->start();
+  ServerConfig sc;
+  sc.port = 0;
+  auto s = Server::create(*engine, sc);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  ASSERT_TRUE((*s)->start().ok());
+  const uint16_t port = (*s)->port();
+  // A prompt the story repeats, so the n-gram lookup has proposals.
+  const json base = {{"prompt", "Once upon a time, there was a little girl. Once upon a time, there was"},
+                     {"max_tokens", 24},
+                     {"temperature", 0},
+                     {"ignore_eos", true}};
+  json off = base;
+  off["speculative"] = false;
+  const auto on_r = http_request(port, "POST", "/v1/completions", base.dump());
+  const auto off_r = http_request(port, "POST", "/v1/completions", off.dump());
+  ASSERT_EQ(on_r.status, 200) << on_r.body;
+  ASSERT_EQ(off_r.status, 200) << off_r.body;
+  const json on_j = json::parse(on_r.body), off_j = json::parse(off_r.body);
+  EXPECT_EQ(on_j["choices"][0]["text"], off_j["choices"][0]["text"]);
+  EXPECT_TRUE(on_j["usage"].contains("speculative")) << on_r.body;
+  EXPECT_FALSE(off_j["usage"].contains("speculative")) << off_r.body;
+  json bad = base;
+  bad["speculative"] = "no";
+  const auto bad_r = http_request(port, "POST", "/v1/completions", bad.dump());
+  EXPECT_EQ(bad_r.status, 400) << bad_r.body;
+  EXPECT_NE(bad_r.body.find("speculative"), std::string::npos) << bad_r.body;
+  (*s)->stop(std::chrono::milliseconds(0));
+  engine->stop();
+}
+
 }  // namespace
 }  // namespace tessera::server
