@@ -169,13 +169,15 @@ void BpeTokenizer::encode_fragment(std::string_view text, bool at_text_start, st
   for (std::string_view piece : s.pieces.views) encode_piece(piece, s.pieces.raw_bytes, out, s);
 }
 
-void BpeTokenizer::append_unknown(std::string_view bytes, std::vector<int32_t>& out) const {
+void BpeTokenizer::append_unknown(std::string_view bytes, bool after_unknown, std::vector<int32_t>& out) const {
   if (config_.byte_fallback && all_byte_fallback_) {
     for (char c : bytes) out.push_back(byte_fallback_ids_[static_cast<uint8_t>(c)]);
     return;
   }
   if (vocab_.unk_id < 0) return;
-  if (config_.fuse_unk && !out.empty() && out.back() == vocab_.unk_id) return;
+  // fuse_unk: one <unk> for a run of unknown symbols of one piece (as in
+  // Hugging Face), never fused with a BOS or special token that shares its id.
+  if (config_.fuse_unk && after_unknown) return;
   out.push_back(vocab_.unk_id);
 }
 
@@ -244,13 +246,15 @@ void BpeTokenizer::encode_piece(std::string_view piece, bool raw_bytes, std::vec
     }
   }
 
+  bool after_unknown = false;
   for (int32_t i = 0; i >= 0; i = sym[static_cast<size_t>(i)].next) {
     const Symbol& x = sym[static_cast<size_t>(i)];
     if (x.id >= 0) {
       out.push_back(x.id);
     } else {
-      append_unknown(piece.substr(x.offset, x.length), out);
+      append_unknown(piece.substr(x.offset, x.length), after_unknown, out);
     }
+    after_unknown = x.id < 0;
   }
 }
 

@@ -110,7 +110,8 @@ class BpeTokenizer final : public Tokenizer {
   void encode_fragment(std::string_view text, bool at_text_start, std::vector<int32_t>& out, Scratch& s) const;
   void encode_piece(std::string_view piece, bool raw_bytes, std::vector<int32_t>& out, Scratch& s) const;
   // Tokens for an initial symbol that is not a token.
-  void append_unknown(std::string_view bytes, std::vector<int32_t>& out) const;
+  // `after_unknown`: the previous symbol of the same piece was unknown too.
+  void append_unknown(std::string_view bytes, bool after_unknown, std::vector<int32_t>& out) const;
   const Merge* find_merge(int32_t left, int32_t right) const;
 
   BpeConfig config_;

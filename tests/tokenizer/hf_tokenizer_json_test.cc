@@ -191,6 +191,18 @@ TEST(HfTokenizerJson, ByteFallbackWithoutByteTokensGivesFusedUnk) {
   EXPECT_EQ(tok->encode("\xC3\xA9\xC3\xA9", false), (Ids{259, 0}));  // fuse_unk: one <unk>
 }
 
+// fuse_unk joins the unknown symbols of one piece, not an unknown symbol
+// with a BOS that shares the <unk> id (found by fuzz/tokenizer_json_fuzz.cc:
+// the regression input fuzz/regression/tokenizer_json/unk_fused_into_bos).
+TEST(HfTokenizerJson, FusedUnkStaysApartFromBos) {
+  auto tok = parse_ok(R"({"added_tokens": [{"id": 0, "content": "<unk>", "special": true}],
+    "model": {"type": "BPE", "unk_token": "<unk>", "fuse_unk": true, "vocab": {"<unk>": 0, "a": 1}, "merges": []}})",
+                      R"({"bos_token": "<unk>", "add_bos_token": true})");
+  ASSERT_NE(tok, nullptr);
+  EXPECT_EQ(tok->encode("zza", true), (Ids{0, 0, 1}));
+  EXPECT_EQ(tok->encode("zzaz", false), (Ids{0, 1, 0}));
+}
+
 TEST(HfTokenizerJson, ConfigOverridesAndChatTemplateList) {
   auto tok = parse_ok(spm_json(kLegacyNormalizer, "null", kLegacyDecoder),
                       R"({"bos_token": {"content": "<s>", "__type": "AddedToken"}, "eos_token": "</s>",
