@@ -5,8 +5,8 @@
 // spellings). Must hold: parse_hf_tokenizer returns a Status whose message
 // starts with the file name, never throws, crashes or reads out of bounds; on
 // success, encoding the text with and without special tokens gives ids inside
-// the vocabulary; without parse_special no control token comes out of the text
-// (issue #17: untrusted text never becomes control tokens), and add_special
+// the vocabulary; without parse_special no control token but <unk> comes out
+// of the text (issue #17: untrusted text never becomes control tokens), and add_special
 // adds exactly the BOS/EOS the tokenizer says it adds; decode and
 // token_to_piece of every id return.
 #include <algorithm>
@@ -37,9 +37,11 @@ std::string_view field(std::string_view in, int k, bool& present) {
   return in.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin);
 }
 
+// A control token other than the unknown token (which stands for text the
+// vocabulary cannot spell, and may be a special added token).
 bool has_control(const tessera::Tokenizer& tok, const std::vector<int32_t>& ids) {
   for (const int32_t id : ids) {
-    if (tok.token_type(id) == tessera::TokenType::kControl) return true;
+    if (id != tok.unk_id() && tok.token_type(id) == tessera::TokenType::kControl) return true;
   }
   return false;
 }

@@ -311,6 +311,26 @@ TEST(GgufRobustness, BadAlignment) {
     EXPECT_EQ(r->alignment(), 256u);
     EXPECT_EQ(r->data_offset(), 256u);
   }
+  {
+    // Any integer type is read (here int8 8); GgufWriter writes it back as the
+    // spec's uint32 (the input gguf_fuzz found when its round-trip check
+    // still expected the type unchanged).
+    RawGguf raw;
+    raw.header(0, 1).str("general.alignment").u32(1).u8(8);
+    const Result<GgufFile> r = parse_bytes(raw.bytes());
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(r->alignment(), 8u);
+    GgufWriter w;
+    for (const GgufKeyValue& kv : r->metadata()) w.add_value(kv.key, kv.value);
+    const auto bytes = w.to_bytes(static_cast<uint32_t>(r->alignment()));
+    ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+    const Result<GgufFile> again = GgufFile::parse(bytes->data(), bytes->size(), "again");
+    ASSERT_TRUE(again.ok()) << again.status().to_string();
+    ASSERT_NE(again->find("general.alignment"), nullptr);
+    EXPECT_EQ(again->find("general.alignment")->type, GgufType::kUint32);
+    EXPECT_EQ(again->find("general.alignment")->as_int(), 8);
+    EXPECT_EQ(again->alignment(), 8u);
+  }
 }
 
 TEST(GgufRobustness, BadTensorInfos) {
