@@ -39,6 +39,13 @@ int main(int argc, char** argv) {
     args.erase(args.begin() + 2);
     args[1] = alias.data();
   }
+  // A first word that is no command: CLI11 would say only "A subcommand is required".
+  if (args.size() >= 2 && args[1][0] != '-' && runners.count(args[1]) == 0) {
+    std::string names;
+    for (const auto& [name, runner] : runners) names += (names.empty() ? "" : ", ") + name;
+    fmt::print(stderr, "tessera: error: unknown command '{}' (commands: {}; see --help)\n", args[1], names);
+    return tessera::cli::kExitUsage;
+  }
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::CallForHelp& e) {

@@ -28,7 +28,7 @@ expect_error(2 run -m ${STORIES} -p hi --temp abc)
 expect_error(2 run -m ${STORIES} -p hi --top-p 0)
 expect_error(2 run -m ${STORIES} -p hi --threads 0)
 expect_error(2 run -m ${STORIES})
-expect_error(2 frobnicate)
+expect_error_matching(2 "^tessera: error: unknown command 'frobnicate' \\(commands: bench, bench-serve, " frobnicate)
 # A directory without config.json: says what a model directory must hold.
 set(EMPTY_DIR ${CMAKE_CURRENT_BINARY_DIR}/cli_errors_empty_dir)
 file(MAKE_DIRECTORY ${EMPTY_DIR})
