@@ -59,9 +59,12 @@ class FieldReader {
     const double d = v->get<double>();
     // lo_open: the value as stored (float) must differ from lo too (1e-50 is 0 as a float).
     if (!std::isfinite(d) || d < lo || d > hi || (lo_open && static_cast<float>(d) == static_cast<float>(lo))) {
-      return fail(std::string(key) + " must be in " + (lo_open ? "(" : "[") + Json(lo).dump() + ", " + Json(hi).dump() +
-                      "], got " + v->dump(),
-                  key);
+      // No upper bound (DBL_MAX): "a finite number >= lo", not DBL_MAX's 17 digits.
+      const std::string range =
+          hi == DBL_MAX
+              ? std::string(" must be a finite number ") + (lo_open ? "> " : ">= ") + Json(lo).dump()
+              : std::string(" must be in ") + (lo_open ? "(" : "[") + Json(lo).dump() + ", " + Json(hi).dump() + "]";
+      return fail(std::string(key) + range + ", got " + v->dump(), key);
     }
     out = static_cast<float>(d);
   }

@@ -254,7 +254,12 @@ TEST_F(ServerTest, BadRequests) {
   auto post = [&](const std::string& body) { return http_request(port, "POST", "/v1/completions", body); };
   expect_error(post("{not json"), 400);
   expect_error(post(R"({"prompt":"hi","temperature":"hot"})"), 400, "temperature");
-  expect_error(post(R"({"prompt":"hi","temperature":-0.5})"), 400, "temperature");
+  {
+    // A field without an upper bound names its range in words, not as DBL_MAX.
+    const auto r = post(R"({"prompt":"hi","temperature":-0.5})");
+    expect_error(r, 400, "temperature");
+    EXPECT_EQ(json::parse(r.body)["error"]["message"], "temperature must be a finite number >= 0.0, got -0.5");
+  }
   expect_error(post(R"({"prompt":"hi","top_p":1.5})"), 400, "top_p");
   expect_error(post(R"({"prompt":"hi","top_p":-0.1})"), 400, "top_p");
   expect_error(post(R"({"prompt":"hi","n":0})"), 400, "n");
