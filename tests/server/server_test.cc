@@ -818,7 +818,8 @@ TEST_F(ServerTest, SamplingEdgesMeanWhatOpenAiSays) {
                              {"seed", 11}}
                             .dump());
   ASSERT_EQ(c.status, 200) << c.body;
-  for (const json& e : json::parse(c.body)["choices"][0]["logprobs"]["content"]) {
+  const json chat = json::parse(c.body);  // a range-for over a member of a temporary would dangle
+  for (const json& e : chat["choices"][0]["logprobs"]["content"]) {
     const json& top = e["top_logprobs"];
     ASSERT_EQ(top.size(), 5u);
     for (size_t k = 1; k < top.size(); ++k) {
