@@ -61,9 +61,14 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
 }
 
 Isa isa_from_environment() {
-  // A path this CPU lacks leaves the best one (as the variable always did).
+  // A path this CPU lacks leaves the best one (as the variable always did):
+  // avxvnni on an AVX-512 CPU without AVX-VNNI, avx512 on an AVX2 one.
   if (const char* v = std::getenv("TESSERA_ISA"); v != nullptr && *v != '\0') {
-    if (auto isa = isa_from_name(v); isa && *isa < best_isa()) return *isa;
+    if (auto isa = isa_from_name(v); isa) {
+      for (Isa s : supported_isas()) {
+        if (s == *isa) return s;
+      }
+    }
   }
   return best_isa();
 }

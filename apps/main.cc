@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     const char* expected;
   };
   const EnvSwitch switches[] = {
-      {"TESSERA_ISA", {"scalar", "avx2", "avx512"}, "scalar, avx2 or avx512"},
+      {"TESSERA_ISA", {"scalar", "avx2", "avxvnni", "avx512"}, "scalar, avx2, avxvnni or avx512"},
       {"TESSERA_TILED_GEMM", {"0", "1"}, "0 or 1"},
       {"TESSERA_DECODE_STREAMS", {"1", "2", "3", "4"}, "1, 2, 3 or 4"},
   };

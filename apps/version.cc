@@ -35,9 +35,9 @@ std::string join(const std::vector<Isa>& isas) {
 }  // namespace
 
 std::string version_text() {
-  // Every x86-64 build compiles all three kernel paths (cmake/compiler_flags.cmake) and picks one
+  // Every x86-64 build compiles all four kernel paths (cmake/compiler_flags.cmake) and picks one
   // at run time from CPUID (tessera/isa.h).
-  const std::vector<Isa> compiled = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
+  const std::vector<Isa> compiled = {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512};
   return fmt::format(
       "tessera {}\n"
       "commit:      {}\n"

@@ -2,7 +2,7 @@
 // read, to compare with the read-bandwidth roofline, and prefill
 // (n_tokens = 64) and batched decode (n_tokens = 16) in GFLOP/s. DecodeHot
 // repeats one L3-resident matrix: the kernel's compute ceiling.
-// TESSERA_ISA=scalar|avx2|avx512 picks the path; tiled=0 runs the same ISA
+// TESSERA_ISA=scalar|avx2|avxvnni|avx512 picks the path; tiled=0 runs the same ISA
 // without its tile kernels (one dot product per (row, token), the previous
 // matmul) so both versions are measured side by side in one run.
 //

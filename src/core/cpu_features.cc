@@ -1,5 +1,7 @@
 #include "core/cpu_features.h"
 
+#include <cpuid.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -16,6 +18,8 @@ const char* isa_name(Isa isa) {
       return "scalar";
     case Isa::kAvx2:
       return "avx2";
+    case Isa::kAvxVnni:
+      return "avxvnni";
     case Isa::kAvx512:
       return "avx512";
   }
@@ -49,6 +53,10 @@ CpuFeatures detect() {
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
   f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
+  // AVX-VNNI from CPUID leaf 7 sub-leaf 1 (Clang 14's __builtin_cpu_supports
+  // does not know "avxvnni"); the YMM state is the OS's already, as avx2 says.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  f.avx_vnni = f.avx2 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4)) != 0;
   f.physical_cores = count_physical_cores();
   return f;
 }
@@ -64,12 +72,13 @@ std::vector<Isa> supported_isas() {
   std::vector<Isa> out{Isa::kScalar};
   // The AVX-512 path also uses VNNI for int8 dot products.
   if (cpu_features().avx2) out.push_back(Isa::kAvx2);
+  if (cpu_features().avx_vnni) out.push_back(Isa::kAvxVnni);
   if (cpu_features().avx512_vnni) out.push_back(Isa::kAvx512);
   return out;
 }
 
 std::optional<Isa> isa_from_name(std::string_view name) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512}) {
     if (name == isa_name(isa)) return isa;
   }
   return std::nullopt;

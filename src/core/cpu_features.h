@@ -16,6 +16,7 @@ struct CpuFeatures {
   bool avx512 = false;  // F, BW, VL, DQ
   bool avx512_vnni = false;
   bool avx512_bf16 = false;  // vdpbf16ps, vcvtne2ps2bf16 (Zen 4, Cooper Lake, Sapphire Rapids and later)
+  bool avx_vnni = false;     // VEX-encoded 256-bit vpdpbusd (CPUID.(7,1):EAX[4]), with avx2
   int physical_cores = 1;
 };
 

@@ -93,7 +93,7 @@ file(REMOVE ${BAD_DATASET})
 # A misspelt TESSERA_ISA is refused, not ignored.
 set(TESSERA_REAL ${TESSERA})
 set(TESSERA ${CMAKE_COMMAND} -E env TESSERA_ISA=avx9 ${TESSERA_REAL})
-expect_error_matching(2 "TESSERA_ISA=avx9: expected scalar, avx2 or avx512" run -m ${STORIES} -p hi)
+expect_error_matching(2 "TESSERA_ISA=avx9: expected scalar, avx2, avxvnni or avx512" run -m ${STORIES} -p hi)
 set(TESSERA ${CMAKE_COMMAND} -E env TESSERA_DECODE_STREAMS=abc ${TESSERA_REAL})
 expect_error_matching(2 "TESSERA_DECODE_STREAMS=abc: expected 1, 2, 3 or 4" run -m ${STORIES} -p hi)
 set(TESSERA ${CMAKE_COMMAND} -E env TESSERA_TILED_GEMM=off ${TESSERA_REAL})

@@ -15,6 +15,9 @@ const Kernels& kernels_for(Isa isa) {
     case Isa::kAvx2:
       TESSERA_CHECK(f.avx2);
       return detail::avx2_kernels();
+    case Isa::kAvxVnni:
+      TESSERA_CHECK(f.avx_vnni);
+      return detail::avx_vnni_kernels();
     case Isa::kAvx512:
       TESSERA_CHECK(f.avx512_vnni);
       return detail::avx512_kernels();

@@ -499,38 +499,51 @@ float sum_f32(const float* x, int64_t n) {
   return s;
 }
 
+constexpr Kernels kAvx2Table{
+    .isa = Isa::kAvx2,
+    .dot_f32 = dot_f32,
+    .dot_f16 = dot_f16,
+    .dot_bf16 = dot_bf16,
+    .dot_q8_0 = dot_q8_0,
+    .dot_q4_0 = dot_q4_0,
+    .dot_rows_f32 = dot_rows_f32,
+    .dot_rows_f16 = dot_rows_f16,
+    .dot_rows_bf16 = dot_rows_bf16,
+    .dot_rows_q8_0 = dot_rows_q8_0,
+    .dot_rows_q4_0 = dot_rows_q4_0,
+    .quantize_row_q8_0 = quantize_row_q8_0,
+    .axpy_f16 = axpy_f16,
+    .attn_pv_f16 = attn_pv_f16,
+    .attn_qk_f16 = attn_qk_f16,
+    .scale = scale,
+    .f32_to_f16_row = f32_to_f16_row,
+    .rmsnorm = rmsnorm,
+    .silu_mul = silu_mul,
+    .softmax = softmax,
+    .exp_shift = exp_shift,
+    .rope = rope_scalar,
+    .sum_f32 = sum_f32,
+    .quant = &kQuantAvx2,
+    .gemm = &kGemmAvx2,
+    .decode_streams = kDefaultDecodeStreams,
+};
+
+// The same table with the AVX-VNNI tile kernels.
+constexpr Kernels kAvxVnniTable = [] {
+  Kernels t = kAvx2Table;
+  t.isa = Isa::kAvxVnni;
+  t.gemm = &kGemmAvxVnni;
+  return t;
+}();
+
 }  // namespace
 
 const Kernels& avx2_kernels() {
-  static constexpr Kernels k{
-      .isa = Isa::kAvx2,
-      .dot_f32 = dot_f32,
-      .dot_f16 = dot_f16,
-      .dot_bf16 = dot_bf16,
-      .dot_q8_0 = dot_q8_0,
-      .dot_q4_0 = dot_q4_0,
-      .dot_rows_f32 = dot_rows_f32,
-      .dot_rows_f16 = dot_rows_f16,
-      .dot_rows_bf16 = dot_rows_bf16,
-      .dot_rows_q8_0 = dot_rows_q8_0,
-      .dot_rows_q4_0 = dot_rows_q4_0,
-      .quantize_row_q8_0 = quantize_row_q8_0,
-      .axpy_f16 = axpy_f16,
-      .attn_pv_f16 = attn_pv_f16,
-      .attn_qk_f16 = attn_qk_f16,
-      .scale = scale,
-      .f32_to_f16_row = f32_to_f16_row,
-      .rmsnorm = rmsnorm,
-      .silu_mul = silu_mul,
-      .softmax = softmax,
-      .exp_shift = exp_shift,
-      .rope = rope_scalar,
-      .sum_f32 = sum_f32,
-      .quant = &kQuantAvx2,
-      .gemm = &kGemmAvx2,
-      .decode_streams = kDefaultDecodeStreams,
-  };
-  return k;
+  return kAvx2Table;
+}
+
+const Kernels& avx_vnni_kernels() {
+  return kAvxVnniTable;
 }
 
 }  // namespace tessera::cpu::detail

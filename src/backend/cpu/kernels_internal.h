@@ -12,6 +12,8 @@ namespace tessera::cpu::detail {
 
 const Kernels& scalar_kernels();
 const Kernels& avx2_kernels();
+// avx2_kernels() with the AVX-VNNI tile kernels (kGemmAvxVnni).
+const Kernels& avx_vnni_kernels();
 const Kernels& avx512_kernels();
 
 // Per-ISA QuantKernels sets (kernels_quant_scalar.cc, kernels_quant_avx2.cc,
@@ -22,6 +24,9 @@ extern const QuantKernels kQuantAvx512;
 // Tile kernels of the AVX-512 and AVX2 tables (gemm_avx512.cc, gemm_avx2.cc).
 extern const GemmKernels kGemmAvx512;
 extern const GemmKernels kGemmAvx2;
+// kGemmAvx2's kernels with vpdpbusd (AVX-VNNI) integer products, bit-identical
+// (gemm_avx_vnni.cc).
+extern const GemmKernels kGemmAvxVnni;
 // kGemmAvx512 plus the AVX512-BF16 kernel (gemm_bf16_avx512.cc), for CPUs
 // that report avx512_bf16.
 extern const GemmKernels kGemmAvx512Bf16;
