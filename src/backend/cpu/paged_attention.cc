@@ -84,6 +84,20 @@ void add_value(const Kernels& k, KvDtype t, float p, const uint8_t* value, float
   }
 }
 
+// Blocks ahead of the one being scored whose key and value rows of this head
+// are prefetched: a KV block is a separate allocation (its block table entry),
+// so the hardware prefetcher loses the stream at every block boundary; at a
+// long context decode waited on DRAM for every block's first rows.
+constexpr int32_t kPrefetchBlocks = 2;
+
+// Asks for the cache lines of `rows` head rows of `bytes` each, `stride`
+// bytes apart, from `p` (a hint: no effect on results).
+void prefetch_rows(const uint8_t* p, int32_t rows, int64_t stride, int64_t bytes) {
+  for (int32_t j = 0; j < rows; ++j) {
+    for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + j * stride + b, 0, 3);
+  }
+}
+
 void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int32_t pos, const AttentionSeq& seq,
                 const KvBuffer& kv, int layer, int32_t kv_head, float* out, std::vector<float>& scratch) {
   const int32_t group = sh.n_heads / sh.n_kv_heads;
@@ -109,9 +123,16 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
     // Scores come out scaled (softmax scale folded into q once per item).
     for (int64_t i = 0; i < static_cast<int64_t>(group) * hd; ++i) q_scaled[i] = q[i] * sh.scale;
   }
+  const auto head_bytes = static_cast<int64_t>(kv_head_bytes(t, hd));
   for (int32_t start = 0; start < n_ctx; start += bs) {
     const int64_t slot0 = static_cast<int64_t>(seq.block_table[static_cast<size_t>(start / bs)]) * bs;
     const int32_t n = std::min(bs, n_ctx - start);
+    if (const int32_t ahead = start + kPrefetchBlocks * bs; ahead < n_ctx) {
+      const int64_t slot = static_cast<int64_t>(seq.block_table[static_cast<size_t>(ahead / bs)]) * bs;
+      const int32_t rows = std::min(bs, n_ctx - ahead);
+      prefetch_rows(static_cast<const uint8_t*>(kv.k(layer, slot)) + head_off, rows, row_bytes, head_bytes);
+      prefetch_rows(static_cast<const uint8_t*>(kv.v(layer, slot)) + head_off, rows, row_bytes, head_bytes);
+    }
     if (group_qk) {
       // Every head of the group at once, each key row converted once.
       const auto* key0 = static_cast<const uint8_t*>(kv.k(layer, slot0)) + head_off;
