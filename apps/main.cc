@@ -46,20 +46,9 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "tessera: error: unknown command '{}' (commands: {}; see --help)\n", args[1], names);
     return tessera::cli::kExitUsage;
   }
-  try {
-    app.parse(static_cast<int>(args.size()), args.data());
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "tessera: error: {} (see --help)\n", e.what());
-    return tessera::cli::kExitUsage;
-  }
   // The kernel switches (README "Build"); a misspelt value would otherwise
   // run the default kernels, or another schedule, unnoticed. Empty = unset.
+  // Checked for --version too, which reports the path TESSERA_ISA picks.
   struct EnvSwitch {
     const char* name;
     std::vector<std::string> values;
@@ -70,13 +59,30 @@ int main(int argc, char** argv) {
       {"TESSERA_TILED_GEMM", {"0", "1"}, "0 or 1"},
       {"TESSERA_DECODE_STREAMS", {"1", "2", "3", "4"}, "1, 2, 3 or 4"},
   };
-  for (const EnvSwitch& sw : switches) {
-    const char* v = std::getenv(sw.name);
-    if (v == nullptr || *v == '\0') continue;
-    if (std::find(sw.values.begin(), sw.values.end(), v) == sw.values.end()) {
-      fmt::print(stderr, "tessera: error: {}={}: expected {}\n", sw.name, v, sw.expected);
-      return tessera::cli::kExitUsage;
+  auto environment_ok = [&] {
+    for (const EnvSwitch& sw : switches) {
+      const char* v = std::getenv(sw.name);
+      if (v == nullptr || *v == '\0') continue;
+      if (std::find(sw.values.begin(), sw.values.end(), v) == sw.values.end()) {
+        fmt::print(stderr, "tessera: error: {}={}: expected {}\n", sw.name, v, sw.expected);
+        return false;
+      }
     }
+    return true;
+  };
+  try {
+    app.parse(static_cast<int>(args.size()), args.data());
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    if (!environment_ok()) return tessera::cli::kExitUsage;
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "tessera: error: {} (see --help)\n", e.what());
+    return tessera::cli::kExitUsage;
   }
+  if (!environment_ok()) return tessera::cli::kExitUsage;
   return runners.at(app.get_subcommands().front()->get_name())();
 }

@@ -50,7 +50,10 @@ while (($#)); do
         --tessera) tessera=$2 ;;
       esac
       shift 2 ;;
-    -h | --help) usage ;;
+    -h | --help)
+      # The help is the header comment above (everything before `set -euo pipefail`).
+      sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"
+      exit 0 ;;
     -*) echo "bench-vs-llamacpp: unknown option $1" >&2; usage ;;
     *) args+=("$1"); shift ;;
   esac

@@ -21,6 +21,7 @@ check() {  # description want_rc got_rc stderr_file pattern
 }
 
 "$script" >/dev/null 2>"$tmp/e"; check "no arguments" 2 $? "$tmp/e" "usage:"
+"$script" --help >"$tmp/o" 2>/dev/null; check "--help (exit 0, the header on stdout)" 0 $? "$tmp/o" "LLAMA_CPP is a llama.cpp build directory"
 "$script" "$tmp" >/dev/null 2>"$tmp/e"; check "no model" 2 $? "$tmp/e" "usage:"
 "$script" -t x "$tmp" "$model" >/dev/null 2>"$tmp/e"; check "bad -t" 2 $? "$tmp/e" "-t must be a positive integer"
 "$script" -r 0 "$tmp" "$model" >/dev/null 2>"$tmp/e"; check "bad -r" 2 $? "$tmp/e" "-r must be a positive integer"

@@ -94,6 +94,8 @@ file(REMOVE ${BAD_DATASET})
 set(TESSERA_REAL ${TESSERA})
 set(TESSERA ${CMAKE_COMMAND} -E env TESSERA_ISA=avx9 ${TESSERA_REAL})
 expect_error_matching(2 "TESSERA_ISA=avx9: expected scalar, avx2, avxvnni or avx512" run -m ${STORIES} -p hi)
+# --version reports the path TESSERA_ISA picks, so it refuses a misspelt one too.
+expect_error_matching(2 "TESSERA_ISA=avx9: expected scalar, avx2, avxvnni or avx512" --version)
 set(TESSERA ${CMAKE_COMMAND} -E env TESSERA_DECODE_STREAMS=abc ${TESSERA_REAL})
 expect_error_matching(2 "TESSERA_DECODE_STREAMS=abc: expected 1, 2, 3 or 4" run -m ${STORIES} -p hi)
 set(TESSERA ${CMAKE_COMMAND} -E env TESSERA_TILED_GEMM=off ${TESSERA_REAL})
