@@ -31,6 +31,9 @@ void run_case(const Case& c, Isa isa, KvDtype kv_dtype) {
   spec.num_blocks = 64;
   auto kv = KvBuffer::create(spec);
   ASSERT_TRUE(kv.ok());
+  // K and V lie in huge-page memory (huge_page_memory.h): 2 MiB-aligned.
+  EXPECT_EQ(reinterpret_cast<uintptr_t>((*kv)->k(0, 0)) % (uintptr_t{2} << 20), 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>((*kv)->v(0, 0)) % (uintptr_t{2} << 20), 0u);
   BlockPool pool(spec.num_blocks);
   (void)pool.allocate();  // shift ids so tables are not the identity
   std::mt19937 rng(42);

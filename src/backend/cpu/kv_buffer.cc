@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <new>
+#include <utility>
 
 #include "core/fp8.h"
 #include "core/quant_ref.h"
@@ -16,9 +16,11 @@ Result<std::unique_ptr<KvBuffer>> KvBuffer::create(const KvCacheSpec& spec) {
   buf->row_bytes_ =
       static_cast<int64_t>(spec.n_kv_heads) * static_cast<int64_t>(kv_head_bytes(spec.dtype, spec.head_dim));
   const auto n = static_cast<size_t>(spec.n_layers * spec.capacity_tokens() * buf->row_bytes_);
-  buf->k_.reset(new (std::nothrow) uint8_t[n]);
-  buf->v_.reset(new (std::nothrow) uint8_t[n]);
-  if (!buf->k_ || !buf->v_) return resource_exhausted("cannot allocate the KV cache");
+  auto k = HugePageMemory::allocate(n);
+  auto v = HugePageMemory::allocate(n);
+  if (!k.ok() || !v.ok()) return resource_exhausted("cannot allocate the KV cache");
+  buf->k_ = std::move(k).value();
+  buf->v_ = std::move(v).value();
   return buf;
 }
 

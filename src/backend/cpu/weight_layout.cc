@@ -1,11 +1,7 @@
 #include "backend/cpu/weight_layout.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
-#include <utility>
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/matmul.h"
@@ -123,47 +119,6 @@ void repack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, in
 
 void unpack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
   convert_rows(t, src, dst, rows, cols, false);
-}
-
-namespace {
-
-constexpr size_t kHugePage = size_t{2} << 20;
-
-size_t page_rounded(size_t bytes) {
-  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  return (bytes + page - 1) / page * page;
-}
-
-}  // namespace
-
-WeightCopy::WeightCopy(size_t bytes) : size_(bytes) {
-  if (bytes == 0) return;
-  const size_t keep = page_rounded(bytes);
-  const size_t mapped = keep + kHugePage;  // room to align the start
-  void* map = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  TESSERA_CHECK(map != MAP_FAILED);
-  const auto lo = reinterpret_cast<uintptr_t>(map);
-  data_ = reinterpret_cast<uint8_t*>((lo + kHugePage - 1) / kHugePage * kHugePage);
-  // Keep only [data_, data_ + keep): a huge page can then never back the
-  // partial 2 MiB at the end (up to 2 MiB of resident waste per matrix,
-  // +250 MB on a 1.1B Q4_0 model, before this trim).
-  const size_t head = static_cast<size_t>(data_ - static_cast<uint8_t*>(map));
-  if (head > 0) ::munmap(map, head);
-  if (mapped > head + keep) ::munmap(data_ + keep, mapped - head - keep);
-  ::madvise(data_, keep, MADV_HUGEPAGE);  // a hint: errors ignored
-}
-WeightCopy::WeightCopy(WeightCopy&& o) noexcept
-    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
-WeightCopy& WeightCopy::operator=(WeightCopy&& o) noexcept {
-  if (this != &o) {
-    if (data_ != nullptr) ::munmap(data_, page_rounded(size_));
-    data_ = std::exchange(o.data_, nullptr);
-    size_ = std::exchange(o.size_, 0);
-  }
-  return *this;
-}
-WeightCopy::~WeightCopy() {
-  if (data_ != nullptr) ::munmap(data_, page_rounded(size_));
 }
 
 MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& pool, WeightStorage& storage) {

@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/cpu/huge_page_memory.h"
 #include "core/dtype.h"
 
 namespace tessera {
@@ -69,28 +70,9 @@ bool has_x16_layout(DType t);
 void repack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols);
 void unpack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols);
 
-// Bytes of one prepared weight copy: an anonymous private mapping of at
-// least `bytes` (zero until written, untouched at creation: the copy's
-// writers fault its pages in, in parallel), aligned to 2 MiB and advised
-// MADV_HUGEPAGE so transparent huge pages back it where the system allows.
-// Unmapped on destruction; movable, not copyable.
-class WeightCopy {
- public:
-  // Errors: none returned; a failed mapping is a TESSERA_CHECK failure
-  // (out of address space), as std::vector's bad_alloc would be.
-  explicit WeightCopy(size_t bytes);
-  WeightCopy(WeightCopy&& o) noexcept;
-  WeightCopy& operator=(WeightCopy&& o) noexcept;
-  WeightCopy(const WeightCopy&) = delete;
-  WeightCopy& operator=(const WeightCopy&) = delete;
-  ~WeightCopy();
-  uint8_t* data() const { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  uint8_t* data_ = nullptr;  // 2 MiB-aligned; the mapping is [data_, data_ + size_ rounded up to a page)
-  size_t size_ = 0;
-};
+// Bytes of one prepared weight copy: huge-page memory (huge_page_memory.h),
+// whose writers (the repack, the copy) fault its pages in, in parallel.
+using WeightCopy = HugePageMemory;
 
 // The copies a prepared matrix owns (growing it never moves their bytes).
 using WeightStorage = std::vector<WeightCopy>;
