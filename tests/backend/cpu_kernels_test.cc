@@ -417,22 +417,64 @@ TEST(CpuKernels, Softmax) {
   }
 }
 
-// exp_shift against double-precision exp, with a masked (-inf) score.
-TEST(CpuKernels, ExpShift) {
-  for (int64_t n : kFloatSizes) {
-    std::vector<float> x0 = random_floats(n, 43, 5.0f);
-    if (n > 3) x0[2] = -std::numeric_limits<float>::infinity();
-    const float shift = 1.5f;
-    for (Isa isa : supported_isas()) {
-      SCOPED_TRACE(isa_label(isa) + " n=" + std::to_string(n));
-      std::vector<float> x = x0;
-      kernels_for(isa).exp_shift(x.data(), shift, n);
-      for (int64_t i = 0; i < n; ++i) {
-        const double e = std::exp(static_cast<double>(x0[i] - shift));  // the f32 difference, as the kernels
-        EXPECT_NEAR(x[i], e, 4e-7 * e + 1e-30);                         // ~2 ulp
-      }
-      if (n > 3) {
-        EXPECT_EQ(x[2], 0.0f);
+// softmax_tile over three tiles against the same online softmax in double
+// precision: the running maximum exactly, the rescale factors, weights and
+// running sum to a few ulp; a -inf score gives weight 0; a row of only -inf
+// scores keeps m = -inf, l = 0 and c = 1 until its first finite score, then
+// gets c = 0. Heads 1..17 and n up to 40 cover the SIMD paths' head groups
+// (8 or 16 rows) and partial vectors.
+TEST(CpuKernels, SoftmaxTile) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (int heads : {1, 3, 8, 9, 17}) {
+    for (int n : {1, 5, 16, 23, 40}) {
+      const int64_t stride = n + 3;
+      for (Isa isa : supported_isas()) {
+        SCOPED_TRACE(isa_label(isa) + " heads=" + std::to_string(heads) + " n=" + std::to_string(n));
+        std::vector<float> m(heads, kNegInf), l(heads, 0.0f), c(heads, -1.0f);
+        std::vector<double> rm(heads, -std::numeric_limits<double>::infinity()), rl(heads, 0.0);
+        for (int tile = 0; tile < 3; ++tile) {
+          std::vector<float> s = random_floats(heads * stride, 97 + 7 * tile + heads + n, 6.0f + 4.0f * tile);
+          if (n > 3) s[2] = kNegInf;  // head 0, a masked score
+          // The last head sees only -inf in the first tile.
+          if (tile == 0) std::fill(s.begin() + (heads - 1) * stride, s.begin() + (heads - 1) * stride + n, kNegInf);
+          const std::vector<float> s0 = s;
+          kernels_for(isa).softmax_tile(s.data(), stride, heads, n, m.data(), l.data(), c.data());
+          for (int g = 0; g < heads; ++g) {
+            SCOPED_TRACE("tile " + std::to_string(tile) + " head " + std::to_string(g));
+            double mx = rm[g];
+            for (int j = 0; j < n; ++j) mx = std::max(mx, static_cast<double>(s0[g * stride + j]));
+            if (mx == -std::numeric_limits<double>::infinity()) {
+              EXPECT_EQ(m[g], kNegInf);
+              EXPECT_EQ(l[g], 0.0f);
+              EXPECT_EQ(c[g], 1.0f);
+              for (int j = 0; j < n; ++j) EXPECT_EQ(s[g * stride + j], 0.0f);
+              continue;
+            }
+            EXPECT_EQ(m[g], static_cast<float>(mx));  // a maximum is exact
+            // exp of the f32 differences, as the kernels take them.
+            const auto fmx = static_cast<float>(mx);
+            const double rc = rm[g] == -std::numeric_limits<double>::infinity()
+                                  ? 0.0
+                                  : std::exp(static_cast<double>(static_cast<float>(rm[g]) - fmx));
+            EXPECT_NEAR(c[g], rc, 4e-7 * rc);
+            if (rm[g] == mx) {
+              EXPECT_EQ(c[g], 1.0f);
+            }
+            double sum = 0.0;
+            for (int j = 0; j < n; ++j) {
+              const double e = std::exp(static_cast<double>(s0[g * stride + j] - fmx));
+              EXPECT_NEAR(s[g * stride + j], e, 4e-7 * e + 1e-30);  // ~2 ulp
+              sum += e;
+            }
+            for (int j = n; j < stride; ++j) EXPECT_EQ(s[g * stride + j], s0[g * stride + j]);  // untouched
+            rl[g] = rl[g] * rc + sum;
+            rm[g] = mx;
+            EXPECT_NEAR(l[g], rl[g], 2e-6 * rl[g]);  // float steps over three tiles
+          }
+          if (n > 3) {
+            EXPECT_EQ(s[2], 0.0f);
+          }
+        }
       }
     }
   }

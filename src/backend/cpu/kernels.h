@@ -108,9 +108,19 @@ struct Kernels {
   void (*silu_mul)(const float* gate, const float* up, float* y, int64_t n);
   // In-place softmax over x[n] (max-subtracted).
   void (*softmax)(float* x, int64_t n);
-  // x[i] = exp(x[i] - shift) in place (-inf gives 0); attention's
-  // online-softmax weights. SIMD paths agree with the scalar one to ~2 ulp.
-  void (*exp_shift)(float* x, float shift, int64_t n);
+  // One online-softmax step (FlashAttention, arXiv:2205.14135, Algorithm 1)
+  // for `heads` rows of n >= 1 scores of one KV tile, row g at s + g * s_stride:
+  //   m' = max(m[g], max_j s[g, j])
+  //   c[g] = exp(m[g] - m')        (0 while m[g] = -inf; exactly 1 if m' = m[g])
+  //   s[g, j] = exp(s[g, j] - m')  (a -inf score gives 0)
+  //   l[g] = l[g] * c[g] + sum_j s[g, j];  m[g] = m'
+  // m, l, c: [heads] running maximum, running sum, and the factor the caller
+  // rescales its accumulator by before adding this tile's P·V. A row that has
+  // seen only -inf scores keeps m = -inf and l = 0. The maxima are exact; SIMD
+  // paths agree with the scalar one to a few ulp (exp to ~2 ulp, the sum's
+  // order). Deterministic per row, so a token's attention does not depend on
+  // the batch around it.
+  void (*softmax_tile)(float* s, int64_t s_stride, int heads, int n, float* m, float* l, float* c);
   // Rotates x[n_heads, head_dim] in place for position `pos`: the first n_rot
   // dims of each head, pair i by angle pos * inv_freq[i] (inv_freq[n_rot/2]).
   void (*rope)(float* x, int n_heads, int head_dim, int n_rot, int32_t pos, const float* inv_freq, RopeStyle style);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "backend/cpu/kernels_internal.h"
 #include "core/dtype.h"
@@ -455,11 +456,51 @@ void silu_mul(const float* gate, const float* up, float* y, int64_t n) {
   for (; i < n; ++i) y[i] = gate[i] / (1.0f + __builtin_expf(-gate[i])) * up[i];
 }
 
-void exp_shift(float* x, float shift, int64_t n) {
-  const __m256 m = _mm256_set1_ps(shift);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), m)));
-  for (; i < n; ++i) x[i] = __builtin_expf(x[i] - shift);
+// Lanes [0, rem) set (rem clamped to 0..8), for masked loads and stores.
+__m256i lane_mask(int64_t rem) {
+  const int64_t r = rem < 0 ? 0 : (rem > 8 ? 8 : rem);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(r)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+void softmax_tile(float* s, int64_t s_stride, int heads, int n, float* m, float* l, float* c) {
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int g0 = 0; g0 < heads; g0 += 8) {
+    const int hn = std::min(8, heads - g0);
+    alignas(32) float m_new[8] = {}, sums[8] = {};
+    for (int h = 0; h < hn; ++h) {
+      float* sg = s + (g0 + h) * s_stride;
+      __m256 vmax = neg_inf;
+      for (int i = 0; i < n; i += 8) {
+        const __m256i k = lane_mask(n - i);
+        vmax = _mm256_max_ps(vmax, _mm256_blendv_ps(neg_inf, _mm256_maskload_ps(sg + i, k), _mm256_castsi256_ps(k)));
+      }
+      const float mn = std::max(m[g0 + h], hmax(vmax));
+      // With nothing but -inf so far, shift by 0: every p is exp(-inf) = 0.
+      const __m256 shift = _mm256_set1_ps(mn == -std::numeric_limits<float>::infinity() ? 0.0f : mn);
+      __m256 vsum = _mm256_setzero_ps();
+      for (int i = 0; i < n; i += 8) {
+        const __m256i k = lane_mask(n - i);
+        const __m256 p =
+            _mm256_and_ps(exp256(_mm256_sub_ps(_mm256_maskload_ps(sg + i, k), shift)), _mm256_castsi256_ps(k));
+        _mm256_maskstore_ps(sg + i, k, p);
+        vsum = _mm256_add_ps(vsum, p);
+      }
+      m_new[h] = mn;
+      sums[h] = hsum(vsum);
+    }
+    // c = exp(m - m') for the heads at once: 0 while m = -inf (exp256 of
+    // -inf, or of -inf - -inf = NaN, is 0), then exactly 1 (e^0) when m' = m.
+    const __m256i hk = lane_mask(hn);
+    const __m256 mo = _mm256_maskload_ps(m + g0, hk);
+    const __m256 mv = _mm256_load_ps(m_new);
+    __m256 cv = exp256(_mm256_sub_ps(mo, mv));
+    // A row still at -inf keeps c = 1 (its accumulator is 0 either way).
+    cv = _mm256_blendv_ps(cv, _mm256_set1_ps(1.0f), _mm256_cmp_ps(mv, neg_inf, _CMP_EQ_OQ));
+    const __m256 lv = _mm256_fmadd_ps(_mm256_maskload_ps(l + g0, hk), cv, _mm256_load_ps(sums));
+    _mm256_maskstore_ps(c + g0, hk, cv);
+    _mm256_maskstore_ps(l + g0, hk, lv);
+    _mm256_maskstore_ps(m + g0, hk, mv);
+  }
 }
 
 void softmax(float* x, int64_t n) {
@@ -520,7 +561,7 @@ constexpr Kernels kAvx2Table{
     .rmsnorm = rmsnorm,
     .silu_mul = silu_mul,
     .softmax = softmax,
-    .exp_shift = exp_shift,
+    .softmax_tile = softmax_tile,
     .rope = rope_scalar,
     .sum_f32 = sum_f32,
     .quant = &kQuantAvx2,

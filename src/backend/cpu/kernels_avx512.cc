@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <limits>
 
 #include "backend/cpu/kernels_internal.h"
 #include "core/cpu_features.h"
@@ -502,11 +503,40 @@ void silu_mul(const float* gate, const float* up, float* y, int64_t n) {
   }
 }
 
-void exp_shift(float* x, float shift, int64_t n) {
-  const __m512 m = _mm512_set1_ps(shift);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 k = tail_mask(n - i);
-    _mm512_mask_storeu_ps(x + i, k, exp512(_mm512_sub_ps(load_f32(x + i, k), m)));
+void softmax_tile(float* s, int64_t s_stride, int heads, int n, float* m, float* l, float* c) {
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int g0 = 0; g0 < heads; g0 += 16) {
+    const int hn = heads - g0 < 16 ? heads - g0 : 16;
+    alignas(64) float m_new[16] = {}, sums[16] = {};
+    for (int h = 0; h < hn; ++h) {
+      float* sg = s + (g0 + h) * s_stride;
+      __m512 vmax = neg_inf;
+      for (int i = 0; i < n; i += 16)
+        vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(neg_inf, tail_mask(n - i), sg + i));
+      const float mo = m[g0 + h], mt = _mm512_reduce_max_ps(vmax);
+      const float mn = mo > mt ? mo : mt;
+      // With nothing but -inf so far, shift by 0: every p is exp(-inf) = 0.
+      const __m512 shift = _mm512_set1_ps(mn == -std::numeric_limits<float>::infinity() ? 0.0f : mn);
+      __m512 vsum = _mm512_setzero_ps();
+      for (int i = 0; i < n; i += 16) {
+        const __mmask16 k = tail_mask(n - i);
+        const __m512 p = _mm512_maskz_mov_ps(k, exp512(_mm512_sub_ps(load_f32(sg + i, k), shift)));
+        _mm512_mask_storeu_ps(sg + i, k, p);
+        vsum = _mm512_add_ps(vsum, p);
+      }
+      m_new[h] = mn;
+      sums[h] = _mm512_reduce_add_ps(vsum);
+    }
+    // c = exp(m - m') for the heads at once: 0 while m = -inf (exp512 of
+    // -inf, or of -inf - -inf = NaN, is 0), then exactly 1 (e^0) when m' = m.
+    const __mmask16 hk = tail_mask(hn);
+    const __m512 mv = _mm512_load_ps(m_new);
+    __m512 cv = exp512(_mm512_sub_ps(load_f32(m + g0, hk), mv));
+    // A row still at -inf keeps c = 1 (its accumulator is 0 either way).
+    cv = _mm512_mask_mov_ps(cv, _mm512_cmp_ps_mask(mv, neg_inf, _CMP_EQ_OQ), _mm512_set1_ps(1.0f));
+    _mm512_mask_storeu_ps(c + g0, hk, cv);
+    _mm512_mask_storeu_ps(l + g0, hk, _mm512_fmadd_ps(load_f32(l + g0, hk), cv, _mm512_load_ps(sums)));
+    _mm512_mask_storeu_ps(m + g0, hk, mv);
   }
 }
 
@@ -564,7 +594,7 @@ const Kernels& avx512_kernels() {
       .rmsnorm = rmsnorm,
       .silu_mul = silu_mul,
       .softmax = softmax,
-      .exp_shift = exp_shift,
+      .softmax_tile = softmax_tile,
       .rope = rope_scalar,
       .sum_f32 = sum_f32,
       .quant = &kQuantAvx512,

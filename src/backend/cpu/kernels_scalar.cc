@@ -2,6 +2,7 @@
 // used on CPUs without AVX2. Compiled for baseline x86-64.
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "backend/cpu/kernels_internal.h"
 #include "core/dtype.h"
@@ -104,8 +105,26 @@ void silu_mul(const float* gate, const float* up, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
-void exp_shift(float* x, float shift, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] = std::exp(x[i] - shift);
+void softmax_tile(float* s, int64_t s_stride, int heads, int n, float* m, float* l, float* c) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (int g = 0; g < heads; ++g) {
+    float* sg = s + g * s_stride;
+    float m_new = m[g];
+    for (int j = 0; j < n; ++j) m_new = std::fmax(m_new, sg[j]);
+    if (m_new == kNegInf) {  // nothing but -inf so far
+      for (int j = 0; j < n; ++j) sg[j] = 0.0f;
+      c[g] = 1.0f;
+      continue;
+    }
+    float sum = 0.0f;
+    for (int j = 0; j < n; ++j) {
+      sg[j] = std::exp(sg[j] - m_new);
+      sum += sg[j];
+    }
+    c[g] = m[g] == kNegInf ? 0.0f : std::exp(m[g] - m_new);
+    l[g] = l[g] * c[g] + sum;
+    m[g] = m_new;
+  }
 }
 
 void softmax(float* x, int64_t n) {
@@ -170,7 +189,7 @@ const Kernels& scalar_kernels() {
       .rmsnorm = rmsnorm,
       .silu_mul = silu_mul,
       .softmax = softmax,
-      .exp_shift = exp_shift,
+      .softmax_tile = softmax_tile,
       .rope = rope_scalar,
       .sum_f32 = sum_f32,
       .quant = &kQuantScalar,

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -108,15 +107,14 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   const int32_t group = sh.n_heads / sh.n_kv_heads;
   const int32_t hd = sh.head_dim;
   const int32_t bs = kv.spec().block_size;
-  scratch.assign(static_cast<size_t>(group) * (2 + bs + hd), 0.0f);
+  scratch.assign(static_cast<size_t>(group) * (3 + bs + hd), 0.0f);
   float* m = scratch.data();                               // [group] running max
   float* l = m + group;                                    // [group] running sum
-  float* s = l + group;                                    // [group, bs] scores of one tile
+  float* corr = l + group;                                 // [group] this tile's rescale factor
+  float* s = corr + group;                                 // [group, bs] scores of one tile
   float* q_scaled = s + static_cast<int64_t>(group) * bs;  // [group, hd] q * scale (attn_qk_f16)
-  for (int32_t g = 0; g < group; ++g) {
-    m[g] = -std::numeric_limits<float>::infinity();
-    std::fill(out + static_cast<int64_t>(g) * hd, out + static_cast<int64_t>(g + 1) * hd, 0.0f);
-  }
+  std::fill(m, m + group, -std::numeric_limits<float>::infinity());
+  std::fill(out, out + static_cast<int64_t>(group) * hd, 0.0f);
   const int32_t n_ctx = pos + 1;
   const KvDtype t = kv.spec().dtype;
   const auto head_off = static_cast<int64_t>(static_cast<uint64_t>(kv_head) * kv_head_bytes(t, hd));
@@ -147,37 +145,36 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
                       std::min(kAttnKeys, n - j0), hd, s + j0, bs);
       }
     }
-    for (int32_t g = 0; g < group; ++g) {
-      const float* qg = q + static_cast<int64_t>(g) * hd;
-      float tile_max = -std::numeric_limits<float>::infinity();
-      float* sg = s + static_cast<int64_t>(g) * bs;
-      int32_t j = group_qk ? n : 0;
-      if (t == KvDtype::kF16 && !group_qk) {
-        // Four keys per call, bit-identical to one dot_f16 each (kernels.h).
-        const auto* key0 = static_cast<const uint8_t*>(kv.k(layer, slot0)) + head_off;
-        for (; j + kDotRows <= n; j += kDotRows) {
-          k.dot_rows_f16(reinterpret_cast<const uint16_t*>(key0 + j * row_bytes), row_bytes, qg, hd, sg + j);
+    if (!group_qk) {
+      for (int32_t g = 0; g < group; ++g) {
+        const float* qg = q + static_cast<int64_t>(g) * hd;
+        float* sg = s + static_cast<int64_t>(g) * bs;
+        int32_t j = 0;
+        if (t == KvDtype::kF16) {
+          // Four keys per call, bit-identical to one dot_f16 each (kernels.h).
+          const auto* key0 = static_cast<const uint8_t*>(kv.k(layer, slot0)) + head_off;
+          for (; j + kDotRows <= n; j += kDotRows) {
+            k.dot_rows_f16(reinterpret_cast<const uint16_t*>(key0 + j * row_bytes), row_bytes, qg, hd, sg + j);
+          }
         }
-      }
-      for (; j < n; ++j) sg[j] = dot_key(k, t, static_cast<const uint8_t*>(kv.k(layer, slot0 + j)) + head_off, qg, hd);
-      if (!group_qk) {
+        for (; j < n; ++j) {
+          sg[j] = dot_key(k, t, static_cast<const uint8_t*>(kv.k(layer, slot0 + j)) + head_off, qg, hd);
+        }
         for (j = 0; j < n; ++j) sg[j] *= sh.scale;
       }
-      for (j = 0; j < n; ++j) tile_max = std::max(tile_max, sg[j]);
-      const float m_new = std::max(m[g], tile_max);
-      const float correction = std::exp(m[g] - m_new);  // 0 on the first tile
+    }
+    // Every head of the group: p = exp(s - m'), m, l updated, corr = the
+    // factor that brings the accumulator to the new maximum.
+    k.softmax_tile(s, bs, group, n, m, l, corr);
+    for (int32_t g = 0; g < group; ++g) {
       float* og = out + static_cast<int64_t>(g) * hd;
-      if (correction != 1.0f) k.scale(og, correction, hd);
-      k.exp_shift(sg, m_new, n);  // p_j = exp(s_j - m_new)
-      float sum = 0.0f;
-      for (j = 0; j < n; ++j) sum += sg[j];
+      if (corr[g] != 1.0f) k.scale(og, corr[g], hd);
       if (!group_pv) {
-        for (j = 0; j < n; ++j) {
+        const float* sg = s + static_cast<int64_t>(g) * bs;
+        for (int32_t j = 0; j < n; ++j) {
           add_value(k, t, sg[j], static_cast<const uint8_t*>(kv.v(layer, slot0 + j)) + head_off, og, hd);
         }
       }
-      l[g] = l[g] * correction + sum;
-      m[g] = m_new;
     }
     if (group_pv) {
       // Every head of the group at once: the same FMAs per head as the
