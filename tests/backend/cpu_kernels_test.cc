@@ -11,6 +11,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "core/dtype.h"
+#include "core/fp8.h"
 #include "core/quant_ref.h"
 #include "test_util.h"
 
@@ -412,6 +413,53 @@ TEST(CpuKernels, Softmax) {
       }
       if (n > 3) {
         EXPECT_EQ(x[1], 0.0f);
+      }
+    }
+  }
+}
+
+// kv_int8_to_f16 / kv_fp8_to_f16: every byte value, row lengths with and
+// without a vector tail; the f16 rows times the returned scales equal the
+// stored values times their scales exactly (FP8 NaN stays NaN), and every
+// ISA gives the scalar table's bits.
+TEST(CpuKernels, KvEightBitRowsToF16AreExact) {
+  for (const bool fp8 : {false, true}) {
+    for (const int64_t hd : {int64_t{40}, int64_t{64}, int64_t{128}, int64_t{7}}) {
+      const int n = 300 / static_cast<int>(hd) + 2;  // rows enough for all 256 byte values
+      const int64_t stride = hd + 4 + 12;            // values, the f32 scale, padding
+      std::vector<uint8_t> rows(static_cast<size_t>(n * stride), 0xAA);
+      for (int j = 0; j < n; ++j) {
+        for (int64_t i = 0; i < hd; ++i)
+          rows[static_cast<size_t>(j * stride + i)] = static_cast<uint8_t>((j * hd + i) * 7);
+        const float sc = 0.013f * static_cast<float>(j + 1);
+        std::memcpy(&rows[static_cast<size_t>(j * stride + hd)], &sc, sizeof(sc));
+      }
+      std::vector<uint16_t> want(static_cast<size_t>(n * hd));
+      std::vector<float> want_scales(static_cast<size_t>(n));
+      const Kernels& ref = kernels_for(Isa::kScalar);
+      (fp8 ? ref.kv_fp8_to_f16 : ref.kv_int8_to_f16)(rows.data(), stride, n, hd, want.data(), want_scales.data());
+      for (int j = 0; j < n; ++j) {
+        float sc;
+        std::memcpy(&sc, &rows[static_cast<size_t>(j * stride + hd)], sizeof(sc));
+        for (int64_t i = 0; i < hd; ++i) {
+          const uint8_t b = rows[static_cast<size_t>(j * stride + i)];
+          const float value = fp8 ? fp8_e4m3_to_fp32(b) : static_cast<float>(static_cast<int8_t>(b));
+          const float got = fp16_to_fp32(want[static_cast<size_t>(j * hd + i)]) * want_scales[static_cast<size_t>(j)];
+          if (std::isnan(value)) {
+            EXPECT_TRUE(std::isnan(got)) << int{b};
+          } else {
+            EXPECT_EQ(got, value * sc) << (fp8 ? "fp8 " : "int8 ") << int{b};
+          }
+        }
+      }
+      for (Isa isa : supported_isas()) {
+        SCOPED_TRACE(isa_label(isa) + (fp8 ? " fp8" : " int8") + " hd=" + std::to_string(hd));
+        const Kernels& k = kernels_for(isa);
+        std::vector<uint16_t> out(want.size(), 0x1234);
+        std::vector<float> scales(want_scales.size(), -1.0f);
+        (fp8 ? k.kv_fp8_to_f16 : k.kv_int8_to_f16)(rows.data(), stride, n, hd, out.data(), scales.data());
+        EXPECT_EQ(out, want);
+        EXPECT_EQ(scales, want_scales);
       }
     }
   }

@@ -97,6 +97,17 @@ struct Kernels {
   // faster form: callers then use dot_rows_f16 / dot_f16 per head.
   void (*attn_qk_f16)(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
                       int64_t s_stride);
+  // KV rows of 8-bit values, each followed by its f32 scale (kv_buffer.h:
+  // int8, or FP8 E4M3 as core/fp8.h decodes it), to f16 rows that
+  // attn_qk_f16 / attn_pv_f16 read: for j < n, with row j at byte offset
+  // j * stride from `rows`,
+  //   out[j * hd + i] = f16(value_ji / unit),  scales[j] = scale_j * unit
+  // where unit = 1 for int8 and 256 for FP8. Exact: int8 values and FP8
+  // values / 256 are f16 numbers and unit a power of two, so
+  // out * scales == value * scale (FP8 NaN gives an f16 NaN).
+  //   out: [n, hd] f16;  scales: [n]
+  void (*kv_int8_to_f16)(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales);
+  void (*kv_fp8_to_f16)(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales);
   // y[n] *= a.
   void (*scale)(float* y, float a, int64_t n);
   // f32 -> f16, round to nearest even (KV cache stores).

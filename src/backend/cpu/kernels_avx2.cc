@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "backend/cpu/kernels_internal.h"
@@ -379,6 +380,43 @@ void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride,
   }
 }
 
+void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
+  for (int j = 0; j < n; ++j) {
+    const uint8_t* row = rows + j * stride;
+    uint16_t* o = out + j * hd;
+    int64_t i = 0;
+    for (; i + 8 <= hd; i += 8) {
+      const __m256 f =
+          _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + i))));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + i), _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (; i < hd; ++i) o[i] = float_to_half(static_cast<float>(static_cast<int8_t>(row[i])));
+    std::memcpy(&scales[j], row + hd, sizeof(float));
+  }
+}
+
+// fp8_e4m3_to_f16_scaled on 16 bytes at a time.
+void kv_fp8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
+  const __m256i mag = _mm256_set1_epi16(0x7f), sign = _mm256_set1_epi16(static_cast<int16_t>(0x80));
+  const __m256i nan = _mm256_set1_epi16(0x7e00);
+  for (int j = 0; j < n; ++j) {
+    const uint8_t* row = rows + j * stride;
+    uint16_t* o = out + j * hd;
+    int64_t i = 0;
+    for (; i + 16 <= hd; i += 16) {
+      const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i)));
+      const __m256i mb = _mm256_and_si256(b, mag);
+      const __m256i s = _mm256_slli_epi16(_mm256_and_si256(b, sign), 8);
+      const __m256i h = _mm256_or_si256(s, _mm256_slli_epi16(mb, 7));
+      const __m256i is_nan = _mm256_cmpeq_epi16(mb, mag);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), _mm256_blendv_epi8(h, _mm256_or_si256(s, nan), is_nan));
+    }
+    for (; i < hd; ++i) o[i] = fp8_e4m3_to_f16_scaled(row[i]);
+    std::memcpy(&scales[j], row + hd, sizeof(float));
+    scales[j] *= 256.0f;
+  }
+}
+
 void scale(float* y, float a, int64_t n) {
   const __m256 va = _mm256_set1_ps(a);
   int64_t i = 0;
@@ -556,6 +594,8 @@ constexpr Kernels kAvx2Table{
     .axpy_f16 = axpy_f16,
     .attn_pv_f16 = attn_pv_f16,
     .attn_qk_f16 = attn_qk_f16,
+    .kv_int8_to_f16 = kv_int8_to_f16,
+    .kv_fp8_to_f16 = kv_fp8_to_f16,
     .scale = scale,
     .f32_to_f16_row = f32_to_f16_row,
     .rmsnorm = rmsnorm,

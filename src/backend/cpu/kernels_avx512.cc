@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "backend/cpu/kernels_internal.h"
@@ -429,6 +430,38 @@ void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride,
   }
 }
 
+void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
+  for (int j = 0; j < n; ++j) {
+    const uint8_t* row = rows + j * stride;
+    for (int64_t i = 0; i < hd; i += 16) {
+      const __mmask16 m = tail_mask(hd - i);
+      const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, row + i)));
+      _mm256_mask_storeu_epi16(out + j * hd + i, m, _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT));
+    }
+    std::memcpy(&scales[j], row + hd, sizeof(float));
+  }
+}
+
+// fp8_e4m3_to_f16_scaled on 32 bytes at a time.
+void kv_fp8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
+  const __m512i mag = _mm512_set1_epi16(0x7f), sign = _mm512_set1_epi16(static_cast<int16_t>(0x80));
+  for (int j = 0; j < n; ++j) {
+    const uint8_t* row = rows + j * stride;
+    for (int64_t i = 0; i < hd; i += 32) {
+      const int64_t rem = hd - i;
+      const __mmask32 m = rem >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << rem) - 1u);
+      const __m512i b = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, row + i));
+      const __m512i mb = _mm512_and_si512(b, mag);
+      const __m512i s = _mm512_slli_epi16(_mm512_and_si512(b, sign), 8);
+      __m512i h = _mm512_or_si512(s, _mm512_slli_epi16(mb, 7));
+      h = _mm512_mask_mov_epi16(h, _mm512_cmpeq_epi16_mask(mb, mag), _mm512_or_si512(s, _mm512_set1_epi16(0x7e00)));
+      _mm512_mask_storeu_epi16(out + j * hd + i, m, h);
+    }
+    std::memcpy(&scales[j], row + hd, sizeof(float));
+    scales[j] *= 256.0f;
+  }
+}
+
 void scale(float* y, float a, int64_t n) {
   const __m512 va = _mm512_set1_ps(a);
   for (int64_t i = 0; i < n; i += 16) {
@@ -589,6 +622,8 @@ const Kernels& avx512_kernels() {
       .axpy_f16 = axpy_f16,
       .attn_pv_f16 = attn_pv_f16,
       .attn_qk_f16 = attn_qk_f16,
+      .kv_int8_to_f16 = kv_int8_to_f16,
+      .kv_fp8_to_f16 = kv_fp8_to_f16,
       .scale = scale,
       .f32_to_f16_row = f32_to_f16_row,
       .rmsnorm = rmsnorm,

@@ -16,6 +16,10 @@ const Kernels& avx2_kernels();
 const Kernels& avx_vnni_kernels();
 const Kernels& avx512_kernels();
 
+// The f16 bits of FP8 E4M3 value b / 256 (exact; NaN for S.1111.111): what
+// Kernels::kv_fp8_to_f16 stores, for the SIMD paths' scalar tails.
+uint16_t fp8_e4m3_to_f16_scaled(uint8_t b);
+
 // Per-ISA QuantKernels sets (kernels_quant_scalar.cc, kernels_quant_avx2.cc,
 // kernels_quant_avx512.cc), referenced by address from the tables above.
 extern const QuantKernels kQuantScalar;

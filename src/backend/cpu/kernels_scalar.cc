@@ -2,6 +2,7 @@
 // used on CPUs without AVX2. Compiled for baseline x86-64.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "backend/cpu/kernels_internal.h"
@@ -167,6 +168,34 @@ void rope_scalar(float* x, int n_heads, int head_dim, int n_rot, int32_t pos, co
   }
 }
 
+uint16_t fp8_e4m3_to_f16_scaled(uint8_t b) {
+  if ((b & 0x7f) == 0x7f) return static_cast<uint16_t>(((b & 0x80) << 8) | 0x7e00);  // NaN
+  // Exponent and mantissa move up 7 bits: the f16 of value / 2^8 (bias 15
+  // against 7), subnormals included.
+  return static_cast<uint16_t>(((b & 0x80) << 8) | ((b & 0x7f) << 7));
+}
+
+namespace {
+
+void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
+  for (int j = 0; j < n; ++j) {
+    const uint8_t* row = rows + j * stride;
+    for (int64_t i = 0; i < hd; ++i) out[j * hd + i] = fp32_to_fp16(static_cast<float>(static_cast<int8_t>(row[i])));
+    std::memcpy(&scales[j], row + hd, sizeof(float));
+  }
+}
+
+void kv_fp8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
+  for (int j = 0; j < n; ++j) {
+    const uint8_t* row = rows + j * stride;
+    for (int64_t i = 0; i < hd; ++i) out[j * hd + i] = fp8_e4m3_to_f16_scaled(row[i]);
+    std::memcpy(&scales[j], row + hd, sizeof(float));
+    scales[j] *= 256.0f;
+  }
+}
+
+}  // namespace
+
 const Kernels& scalar_kernels() {
   static constexpr Kernels k{
       .isa = Isa::kScalar,
@@ -184,6 +213,8 @@ const Kernels& scalar_kernels() {
       .axpy_f16 = axpy_f16,
       .attn_pv_f16 = nullptr,
       .attn_qk_f16 = nullptr,
+      .kv_int8_to_f16 = kv_int8_to_f16,
+      .kv_fp8_to_f16 = kv_fp8_to_f16,
       .scale = scale,
       .f32_to_f16_row = f32_to_f16_row,
       .rmsnorm = rmsnorm,

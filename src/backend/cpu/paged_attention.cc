@@ -103,16 +103,19 @@ void prefetch_rows(const uint8_t* p, int32_t rows, int64_t stride, int64_t bytes
 }
 
 void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int32_t pos, const AttentionSeq& seq,
-                const KvBuffer& kv, int layer, int32_t kv_head, float* out, std::vector<float>& scratch) {
+                const KvBuffer& kv, int layer, int32_t kv_head, float* out, std::vector<float>& scratch,
+                std::vector<uint16_t>& rows16) {
   const int32_t group = sh.n_heads / sh.n_kv_heads;
   const int32_t hd = sh.head_dim;
   const int32_t bs = kv.spec().block_size;
-  scratch.assign(static_cast<size_t>(group) * (3 + bs + hd), 0.0f);
-  float* m = scratch.data();                               // [group] running max
-  float* l = m + group;                                    // [group] running sum
-  float* corr = l + group;                                 // [group] this tile's rescale factor
-  float* s = corr + group;                                 // [group, bs] scores of one tile
-  float* q_scaled = s + static_cast<int64_t>(group) * bs;  // [group, hd] q * scale (attn_qk_f16)
+  scratch.assign(static_cast<size_t>(group) * (3 + 2 * bs + hd) + bs, 0.0f);
+  float* m = scratch.data();                                       // [group] running max
+  float* l = m + group;                                            // [group] running sum
+  float* corr = l + group;                                         // [group] this tile's rescale factor
+  float* s = corr + group;                                         // [group, bs] scores of one tile
+  float* q_scaled = s + static_cast<int64_t>(group) * bs;          // [group, hd] q * scale (attn_qk_f16)
+  float* p_scaled = q_scaled + static_cast<int64_t>(group) * hd;   // [group, bs] p * value scale (8-bit KV)
+  float* row_scale = p_scaled + static_cast<int64_t>(group) * bs;  // [bs] 8-bit rows' scales
   std::fill(m, m + group, -std::numeric_limits<float>::infinity());
   std::fill(out, out + static_cast<int64_t>(group) * hd, 0.0f);
   const int32_t n_ctx = pos + 1;
@@ -120,8 +123,15 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   const auto head_off = static_cast<int64_t>(static_cast<uint64_t>(kv_head) * kv_head_bytes(t, hd));
   // Bytes between consecutive slots' rows (all heads of one token).
   const auto row_bytes = static_cast<int64_t>(static_cast<uint64_t>(kv.spec().n_kv_heads) * kv_head_bytes(t, hd));
-  const bool group_pv = t == KvDtype::kF16 && k.attn_pv_f16 != nullptr;
-  const bool group_qk = t == KvDtype::kF16 && k.attn_qk_f16 != nullptr && hd <= kAttnMaxHeadDim;
+  // 8-bit KV rows go through the f16 kernels: each tile's rows converted to
+  // f16 exactly (kv_int8_to_f16 / kv_fp8_to_f16), their scales applied to
+  // the scores and to p.
+  using ToF16 = void (*)(const uint8_t*, int64_t, int, int64_t, uint16_t*, float*);
+  const ToF16 to_f16 = t == KvDtype::kInt8 ? k.kv_int8_to_f16 : t == KvDtype::kFp8 ? k.kv_fp8_to_f16 : nullptr;
+  const bool f16_rows = t == KvDtype::kF16 || to_f16 != nullptr;
+  const bool group_pv = f16_rows && k.attn_pv_f16 != nullptr;
+  const bool group_qk = f16_rows && k.attn_qk_f16 != nullptr && hd <= kAttnMaxHeadDim;
+  if (to_f16 != nullptr) rows16.resize(static_cast<size_t>(bs) * hd);
   if (group_qk) {
     // Scores come out scaled (softmax scale folded into q once per item).
     for (int64_t i = 0; i < static_cast<int64_t>(group) * hd; ++i) q_scaled[i] = q[i] * sh.scale;
@@ -140,9 +150,22 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
     if (group_qk) {
       // Every head of the group at once, each key row converted once.
       const auto* key0 = static_cast<const uint8_t*>(kv.k(layer, slot0)) + head_off;
+      const uint16_t* keys = reinterpret_cast<const uint16_t*>(key0);
+      int64_t key_stride = row_bytes;
+      if (to_f16 != nullptr) {
+        to_f16(key0, row_bytes, n, hd, rows16.data(), row_scale);
+        keys = rows16.data();
+        key_stride = hd * static_cast<int64_t>(sizeof(uint16_t));
+      }
       for (int32_t j0 = 0; j0 < n; j0 += kAttnKeys) {
-        k.attn_qk_f16(q_scaled, group, reinterpret_cast<const uint16_t*>(key0 + j0 * row_bytes), row_bytes,
-                      std::min(kAttnKeys, n - j0), hd, s + j0, bs);
+        k.attn_qk_f16(q_scaled, group,
+                      reinterpret_cast<const uint16_t*>(reinterpret_cast<const uint8_t*>(keys) + j0 * key_stride),
+                      key_stride, std::min(kAttnKeys, n - j0), hd, s + j0, bs);
+      }
+      if (to_f16 != nullptr) {
+        for (int32_t g = 0; g < group; ++g) {
+          for (int32_t j = 0; j < n; ++j) s[g * bs + j] *= row_scale[j];
+        }
       }
     }
     if (!group_qk) {
@@ -176,11 +199,19 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
         }
       }
     }
-    if (group_pv) {
+    if (group_pv && to_f16 == nullptr) {
       // Every head of the group at once: the same FMAs per head as the
       // axpy_f16 loop above, each value row converted once.
       const auto* v0 = static_cast<const uint8_t*>(kv.v(layer, slot0)) + head_off;
       k.attn_pv_f16(s, bs, group, reinterpret_cast<const uint16_t*>(v0), row_bytes, n, out, hd, hd);
+    } else if (group_pv) {
+      // out += (p * scale_j) * value_j / unit: add_value's products.
+      const auto* v0 = static_cast<const uint8_t*>(kv.v(layer, slot0)) + head_off;
+      to_f16(v0, row_bytes, n, hd, rows16.data(), row_scale);
+      for (int32_t g = 0; g < group; ++g) {
+        for (int32_t j = 0; j < n; ++j) p_scaled[g * bs + j] = s[g * bs + j] * row_scale[j];
+      }
+      k.attn_pv_f16(p_scaled, bs, group, rows16.data(), hd * static_cast<int64_t>(sizeof(uint16_t)), n, out, hd, hd);
     }
   }
   for (int32_t g = 0; g < group; ++g) k.scale(out + static_cast<int64_t>(g) * hd, 1.0f / l[g], hd);
@@ -207,11 +238,12 @@ void paged_attention(ThreadPool& pool, const Kernels& k, const AttentionShape& s
   std::atomic<size_t> next{0};
   pool.run([&](int, int) {
     std::vector<float> scratch;
+    std::vector<uint16_t> rows16;
     for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < items.size();
          i = next.fetch_add(1, std::memory_order_relaxed)) {
       const Item& it = items[items.size() - 1 - i];
       const int64_t off = it.token * row + static_cast<int64_t>(it.kv_head) * group * shape.head_dim;
-      attend_one(k, shape, q + off, positions[it.token], *it.seq, kv, layer, it.kv_head, out + off, scratch);
+      attend_one(k, shape, q + off, positions[it.token], *it.seq, kv, layer, it.kv_head, out + off, scratch, rows16);
     }
   });
 }
