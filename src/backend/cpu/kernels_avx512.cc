@@ -536,6 +536,19 @@ void silu_mul(const float* gate, const float* up, float* y, int64_t n) {
   }
 }
 
+// x[i] = exp(x[i] - shift) in place; returns their sum (lane-wise, then
+// reduced). Shared by softmax and softmax_tile.
+float exp_shift_sum(float* x, __m512 shift, int64_t n) {
+  __m512 vsum = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = tail_mask(n - i);
+    const __m512 e = _mm512_maskz_mov_ps(k, exp512(_mm512_sub_ps(load_f32(x + i, k), shift)));
+    _mm512_mask_storeu_ps(x + i, k, e);
+    vsum = _mm512_add_ps(vsum, e);
+  }
+  return _mm512_reduce_add_ps(vsum);
+}
+
 void softmax_tile(float* s, int64_t s_stride, int heads, int n, float* m, float* l, float* c) {
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int g0 = 0; g0 < heads; g0 += 16) {
@@ -550,15 +563,8 @@ void softmax_tile(float* s, int64_t s_stride, int heads, int n, float* m, float*
       const float mn = mo > mt ? mo : mt;
       // With nothing but -inf so far, shift by 0: every p is exp(-inf) = 0.
       const __m512 shift = _mm512_set1_ps(mn == -std::numeric_limits<float>::infinity() ? 0.0f : mn);
-      __m512 vsum = _mm512_setzero_ps();
-      for (int i = 0; i < n; i += 16) {
-        const __mmask16 k = tail_mask(n - i);
-        const __m512 p = _mm512_maskz_mov_ps(k, exp512(_mm512_sub_ps(load_f32(sg + i, k), shift)));
-        _mm512_mask_storeu_ps(sg + i, k, p);
-        vsum = _mm512_add_ps(vsum, p);
-      }
       m_new[h] = mn;
-      sums[h] = _mm512_reduce_add_ps(vsum);
+      sums[h] = exp_shift_sum(sg, shift, n);
     }
     // c = exp(m - m') for the heads at once: 0 while m = -inf (exp512 of
     // -inf, or of -inf - -inf = NaN, is 0), then exactly 1 (e^0) when m' = m.
@@ -578,15 +584,8 @@ void softmax(float* x, int64_t n) {
   __m512 vmax = _mm512_set1_ps(x[0]);
   for (int64_t i = 0; i < n; i += 16)
     vmax = _mm512_mask_max_ps(vmax, tail_mask(n - i), vmax, _mm512_maskz_loadu_ps(tail_mask(n - i), x + i));
-  const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
-  __m512 vsum = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 k = tail_mask(n - i);
-    const __m512 e = _mm512_maskz_mov_ps(k, exp512(_mm512_sub_ps(load_f32(x + i, k), m)));
-    _mm512_mask_storeu_ps(x + i, k, e);
-    vsum = _mm512_add_ps(vsum, e);
-  }
-  scale(x, 1.0f / _mm512_reduce_add_ps(vsum), n);
+  const float sum = exp_shift_sum(x, _mm512_set1_ps(_mm512_reduce_max_ps(vmax)), n);
+  scale(x, 1.0f / sum, n);
 }
 
 float sum_f32(const float* x, int64_t n) {

@@ -150,17 +150,16 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
     if (group_qk) {
       // Every head of the group at once, each key row converted once.
       const auto* key0 = static_cast<const uint8_t*>(kv.k(layer, slot0)) + head_off;
-      const uint16_t* keys = reinterpret_cast<const uint16_t*>(key0);
+      const uint8_t* keys = key0;  // f16 rows, key_stride bytes apart
       int64_t key_stride = row_bytes;
       if (to_f16 != nullptr) {
         to_f16(key0, row_bytes, n, hd, rows16.data(), row_scale);
-        keys = rows16.data();
+        keys = reinterpret_cast<const uint8_t*>(rows16.data());
         key_stride = hd * static_cast<int64_t>(sizeof(uint16_t));
       }
       for (int32_t j0 = 0; j0 < n; j0 += kAttnKeys) {
-        k.attn_qk_f16(q_scaled, group,
-                      reinterpret_cast<const uint16_t*>(reinterpret_cast<const uint8_t*>(keys) + j0 * key_stride),
-                      key_stride, std::min(kAttnKeys, n - j0), hd, s + j0, bs);
+        k.attn_qk_f16(q_scaled, group, reinterpret_cast<const uint16_t*>(keys + j0 * key_stride), key_stride,
+                      std::min(kAttnKeys, n - j0), hd, s + j0, bs);
       }
       if (to_f16 != nullptr) {
         for (int32_t g = 0; g < group; ++g) {
