@@ -156,6 +156,13 @@ void BM_FewRows(benchmark::State& state) {
   run_matmul(state, static_cast<DType>(state.range(1)), state.range(3));
 }
 
+// The same shapes on one L3-resident matrix: the tiles' compute ceiling at
+// 1 + k rows, to tell a memory-bound verification step from a compute-bound
+// one.
+void BM_FewRowsHot(benchmark::State& state) {
+  run_matmul(state, static_cast<DType>(state.range(1)), state.range(3), true);
+}
+
 void dtype_args(benchmark::internal::Benchmark* b) {
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
     for (int threads : {1, 2}) {
@@ -181,6 +188,17 @@ BENCHMARK(BM_FewRows)
                     static_cast<int64_t>(DType::kQ4_0), static_cast<int64_t>(DType::kQ4_K)},
                    {1},
                    {1, 2, 3, 5, 8}})
+    ->ArgNames({"threads", "dtype", "tiled", "rows"})
+    ->UseRealTime()
+    ->MinTime(0.2)
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true);
+BENCHMARK(BM_FewRowsHot)
+    ->ArgsProduct({{1, 2},
+                   {static_cast<int64_t>(DType::kF16), static_cast<int64_t>(DType::kQ8_0),
+                    static_cast<int64_t>(DType::kQ4_0), static_cast<int64_t>(DType::kQ4_K)},
+                   {1},
+                   {1, 2, 3, 4, 5, 8}})
     ->ArgNames({"threads", "dtype", "tiled", "rows"})
     ->UseRealTime()
     ->MinTime(0.2)

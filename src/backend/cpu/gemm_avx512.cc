@@ -130,8 +130,14 @@ void tile_quant(const uint8_t* w, int64_t w_stride, const typename Rows::Act* x,
   for (int64_t g = 0; g < groups; ++g) {
     const int blocks = static_cast<int>(std::min<int64_t>(Rows::kGroupBlocks, nb - g * Rows::kGroupBlocks));
     const size_t offset = static_cast<size_t>(g) * Rows::kGroupBlocks * Rows::kBlockBytes;
+    // Unrolled (as the reduction below) so that acc stays in registers and
+    // the R x T integer chains interleave: as loops GCC kept acc in memory
+    // and ran one element's dependent vpdpbusd chain after another (a 4 x 2
+    // tile took 3.7x the time of 4 x 1).
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const typename Rows::Group wg = Rows::load(w + r * w_stride + offset, blocks);
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) acc[r][t] = Rows::fma(wg, xt[t][g], acc[r][t]);
     }
   }
