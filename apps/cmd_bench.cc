@@ -359,8 +359,8 @@ int bench_main(const BenchOptions& o) {
   if (probe) {
     bandwidth = engine.measure_read_bandwidth();
     if (!o.json) {
-      fmt::print("memory read bandwidth: {:.2f} GB/s ({} threads, best of 1, 2 and 4 streams per thread)\n",
-                 bandwidth / 1e9, threads);
+      fmt::print("memory read bandwidth: {:.2f} GB/s ({} {}, best of 1, 2 and 4 streams per thread)\n",
+                 bandwidth / 1e9, threads, threads == 1 ? "thread" : "threads");
     }
   }
   {

@@ -54,9 +54,10 @@ int serve_main(ServeOptions o) {
   signals.async_wait([](const boost::system::error_code&, int) {});
   const KvCacheInfo& kv = (*engine)->kv_cache_info();
   fmt::print(stderr,
-             "tessera serve: listening on http://{}:{} serving model '{}' ({}; {} threads, KV cache {} tokens, {})\n",
+             "tessera serve: listening on http://{}:{} serving model '{}' ({}; {} {}, KV cache {} tokens, {})\n",
              o.server.host, (*srv)->port(), (*srv)->state().protocol.served_model, o.engine.model,
-             options->backend.threads, kv.capacity_tokens, format_byte_size(kv.total_bytes));
+             options->backend.threads, options->backend.threads == 1 ? "thread" : "threads", kv.capacity_tokens,
+             format_byte_size(kv.total_bytes));
   if (o.server.webui) {
     fmt::print(stderr, "tessera serve: chat web UI at http://{}:{}/\n", o.server.host, (*srv)->port());
   }
