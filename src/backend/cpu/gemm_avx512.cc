@@ -53,24 +53,30 @@ struct WeightGroup {
   __m512i words[kWords];
 };
 
+// Stored word k and the scales of a group of `lanes` blocks at p (lanes
+// past `lanes` zero).
+__m512i load_word(const uint8_t* p, int lanes, int k) {
+  if (lanes == kX16Blocks) return _mm512_loadu_si512(p + 32 + 64 * k);
+  return _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << lanes) - 1u), p + 2 * lanes + 4 * lanes * k);
+}
+__m512 load_scales(const uint8_t* p, int lanes) {
+  if (lanes == kX16Blocks) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << lanes) - 1u), p));
+}
+
 template <int kWords>
 WeightGroup<kWords> load_group(const uint8_t* p, int lanes) {
   WeightGroup<kWords> g;
-  if (lanes == kX16Blocks) {
-    g.d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    for (int k = 0; k < kWords; ++k) g.words[k] = _mm512_loadu_si512(p + 32 + 64 * k);
-  } else {
-    const auto m = static_cast<__mmask16>((1u << lanes) - 1u);
-    g.d = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
-    for (int k = 0; k < kWords; ++k) g.words[k] = _mm512_maskz_loadu_epi32(m, p + 2 * lanes + 4 * lanes * k);
-  }
+  g.d = load_scales(p, lanes);
+  for (int k = 0; k < kWords; ++k) g.words[k] = load_word(p, lanes, k);
   return g;
 }
 
 // The 32-element formats (x16 groups of 16 blocks, PackedQ8x16Group
-// activations): Derived::dot gives each block's exact integer dot product
-// in its own lane; the group step converts it and applies d_w * d_x with
-// one FMA.
+// activations): dot gives each block's exact integer dot product in its own
+// lane from Derived's unpacking (kParts unsigned words per stored word,
+// part(word, h) against x.q[x_word(k, h)]); the group step converts it and
+// applies d_w * d_x with one FMA.
 template <typename Derived, int W, int BlockBytes>
 struct X16BlockRows {
   static constexpr int kWords = W;
@@ -80,8 +86,19 @@ struct X16BlockRows {
   using Act = PackedQ8x16Group;
   using Group = WeightGroup<W>;
   static Group load(const uint8_t* p, int blocks) { return load_group<W>(p, blocks); }
+  // Each block's exact integer dot product: the seed, then every part of
+  // every stored word against its activation word (Derived::part, x_word).
+  static __m512i dot(const Group& w, const Act& x) {
+    __m512i acc = _mm512_load_si512(x.offset_sum);
+    for (int k = 0; k < kWords; ++k) {
+      for (int h = 0; h < Derived::kParts; ++h) {
+        acc = _mm512_dpbusd_epi32(acc, Derived::part(w.words[k], h), _mm512_load_si512(x.q[Derived::x_word(k, h)]));
+      }
+    }
+    return acc;
+  }
   static __m512 fma(const Group& w, const Act& x, __m512 acc) {
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(Derived::dot(w, x)), _mm512_mul_ps(w.d, _mm512_load_ps(x.d)), acc);
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot(w, x)), _mm512_mul_ps(w.d, _mm512_load_ps(x.d)), acc);
   }
 };
 
@@ -89,40 +106,22 @@ struct X16BlockRows {
 // cancelled by the seed offset_sum (packed with kQ8Offset). Zero lanes of a
 // short group become u = 128 against x = 0: an exact 0.
 struct Q8Rows : X16BlockRows<Q8Rows, 8, sizeof(BlockQ8_0)> {
-  // tile_x16_words: stored word k is one unsigned word, against x.q[k].
+  // Stored word k is one unsigned word, against x.q[k].
   static constexpr int kParts = 1;
   static __m512i part(__m512i word, int) { return _mm512_xor_si512(word, _mm512_set1_epi8(static_cast<char>(0x80))); }
   static int x_word(int k, int) { return k; }
-  static __m512i dot(const Group& w, const Act& x) {
-    const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-    __m512i acc = _mm512_load_si512(x.offset_sum);
-    for (int k = 0; k < kWords; ++k) {
-      acc = _mm512_dpbusd_epi32(acc, _mm512_xor_si512(w.words[k], bias), _mm512_load_si512(x.q[k]));
-    }
-    return acc;
-  }
 };
 
 // Q4_0: the nibbles are already u = w + 8 (low nibble of byte j: element j,
 // high: element 16 + j); the seed (packed with kQ4Offset) cancels 8 * sum(x).
 struct Q4Rows : X16BlockRows<Q4Rows, 4, sizeof(BlockQ4_0)> {
-  // tile_x16_words: stored word k holds two: its low nibbles against
-  // x.q[k], its high nibbles against x.q[k + 4].
+  // Stored word k holds two: its low nibbles against x.q[k], its high
+  // nibbles against x.q[k + 4].
   static constexpr int kParts = 2;
   static __m512i part(__m512i word, int h) {
     return _mm512_and_si512(h == 0 ? word : _mm512_srli_epi16(word, 4), _mm512_set1_epi8(0x0f));
   }
   static int x_word(int k, int h) { return k + 4 * h; }
-  static __m512i dot(const Group& w, const Act& x) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    __m512i acc = _mm512_load_si512(x.offset_sum);
-    for (int k = 0; k < kWords; ++k) {
-      acc = _mm512_dpbusd_epi32(acc, _mm512_and_si512(w.words[k], m4), _mm512_load_si512(x.q[k]));
-      acc = _mm512_dpbusd_epi32(acc, _mm512_and_si512(_mm512_srli_epi16(w.words[k], 4), m4),
-                                _mm512_load_si512(x.q[k + 4]));
-    }
-    return acc;
-  }
 };
 
 // Every quantized tile: per element, the group steps (Rows::fma) in group
@@ -184,14 +183,8 @@ void tile_x16_words(const uint8_t* w, int64_t w_stride, const PackedQ8x16Group* 
   }
   for (int64_t g = 0; g < groups; ++g) {
     const int lanes = static_cast<int>(std::min<int64_t>(kX16Blocks, nb - g * kX16Blocks));
-    const auto m = static_cast<__mmask16>((1u << lanes) - 1u);
     const size_t offset = static_cast<size_t>(g) * kX16Blocks * Rows::kBlockBytes;
-    // Stored word k of row r (lanes past `lanes` zero), as load_group reads it.
-    auto word = [&](int r, int k) {
-      const uint8_t* p = w + r * w_stride + offset;
-      return lanes == kX16Blocks ? _mm512_loadu_si512(p + 32 + 64 * k)
-                                 : _mm512_maskz_loadu_epi32(m, p + 2 * lanes + 4 * lanes * k);
-    };
+    auto group = [&](int r) { return w + r * w_stride + offset; };
     __m512i s[R][T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
@@ -203,7 +196,7 @@ void tile_x16_words(const uint8_t* w, int64_t w_stride, const PackedQ8x16Group* 
     for (int k = 0; k < Rows::kWords; ++k) {
       __m512i wv[R];
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) wv[r] = word(r, k);
+      for (int r = 0; r < R; ++r) wv[r] = load_word(group(r), lanes, k);
 #pragma GCC unroll 2
       for (int h = 0; h < Rows::kParts; ++h) {
 #pragma GCC unroll 8
@@ -216,9 +209,7 @@ void tile_x16_words(const uint8_t* w, int64_t w_stride, const PackedQ8x16Group* 
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const uint8_t* p = w + r * w_stride + offset;
-      const __m512 d = _mm512_cvtph_ps(lanes == kX16Blocks ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
-                                                           : _mm256_maskz_loadu_epi16(m, p));
+      const __m512 d = load_scales(group(r), lanes);
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         acc[r][t] =
