@@ -23,8 +23,11 @@
 #include "backend/cpu/bandwidth.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/paged_attention.h"
 #include "core/quant_ref.h"
 #include "core/thread_pool.h"
+#include "kv/block_pool.h"
+#include "kv/block_table.h"
 
 namespace tessera::cpu {
 namespace {
@@ -273,6 +276,68 @@ void BM_AttnQk(benchmark::State& state) {
   state.SetLabel(fused ? "attn_qk_f16" : "dot_rows_f16 per head");
 }
 BENCHMARK(BM_AttnQk)->Arg(0)->Arg(1)->ArgNames({"fused"})->Repetitions(3)->ReportAggregatesOnly(true);
+
+// Decode attention at a long context, the way a step runs it: one query
+// token of one sequence with 4095 cached positions, every layer of the 1.1B
+// shape (22 layers, 32 query heads, 4 KV heads, head_dim 64, f16 KV: 92 MB
+// per step, far beyond L3), threads:2. "KV GB/s" is the KV bytes read per
+// step over its time, to compare with BM_ReadBandwidth. layers:1 stores one
+// layer (4 MB, L3-resident) and reads it 22 times: the compute ceiling.
+void BM_PagedDecode(benchmark::State& state) {
+  const Kernels& k = bench_kernels();
+  const int kLayers = static_cast<int>(state.range(1));
+  constexpr int kSteps = 22, kHeads = 32, kKvHeads = 4, kHeadDim = 64, kCtx = 4096;
+  KvCacheSpec spec;
+  spec.dtype = KvDtype::kF16;
+  spec.n_layers = kLayers;
+  spec.n_kv_heads = kKvHeads;
+  spec.head_dim = kHeadDim;
+  spec.num_blocks = kCtx / spec.block_size + 1;
+  auto kv = KvBuffer::create(spec);
+  if (!kv.ok()) {
+    state.SkipWithError("cannot allocate the KV cache");
+    return;
+  }
+  BlockPool blocks(spec.num_blocks);
+  BlockTable table(spec.block_size);
+  if (!table.reserve(kCtx, blocks).ok()) {
+    state.SkipWithError("cannot reserve the blocks");
+    return;
+  }
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> krow(kKvHeads * kHeadDim), vrow(krow.size());
+  for (int layer = 0; layer < kLayers; ++layer) {
+    for (int p = 0; p < kCtx; ++p) {
+      for (size_t i = 0; i < krow.size(); ++i) {
+        krow[i] = dist(rng);
+        vrow[i] = dist(rng);
+      }
+      (*kv)->store(k, layer, table.slot(p), krow.data(), vrow.data());
+    }
+  }
+  std::vector<float> q(kHeads * kHeadDim), out(q.size());
+  for (auto& x : q) x = dist(rng);
+  const int32_t position = kCtx - 1;
+  const AttentionSeq seq{0, 1, table.blocks()};
+  const AttentionShape shape{kHeads, kKvHeads, kHeadDim, 0.125f};
+  ThreadPool pool(static_cast<int>(state.range(0)));
+  for (auto _ : state) {
+    for (int layer = 0; layer < kSteps; ++layer) {
+      paged_attention(pool, k, shape, q.data(), &position, std::span(&seq, 1), **kv, layer % kLayers, out.data());
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double bytes = 2.0 * kSteps * kCtx * kKvHeads * kHeadDim * sizeof(uint16_t);
+  state.counters["KV GB/s"] =
+      benchmark::Counter(bytes * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_PagedDecode)
+    ->Args({2, 22})
+    ->Args({2, 1})
+    ->ArgNames({"threads", "layers"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_ReadBandwidth(benchmark::State& state) {
   ThreadPool pool(static_cast<int>(state.range(0)));

@@ -343,14 +343,24 @@ __m256 reduce8(const __m256 (&a)[8]) {
   return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
+// Lanes [0, rem) set (rem clamped to 0..8), for masked loads and stores.
+__m256i lane_mask(int64_t rem) {
+  const int64_t r = rem < 0 ? 0 : (rem > 8 ? 8 : rem);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(r)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
                  int64_t s_stride) {
-  // The n keys (and q) as f32, zero-padded to 16 keys x a multiple of 8 elements.
+  // The n keys as f32, zero-padded to whole groups of 8 keys x a multiple of
+  // 8 elements; q is read in place when hd is a multiple of 8, else copied
+  // once per head into a zero-padded row. The same FMAs in the same order
+  // either way.
   alignas(32) float kf[kAttnKeys][kAttnMaxHeadDim];
   alignas(32) float qf[kAttnMaxHeadDim];
   const int64_t chunks = (hd + 7) / 8;
   const int64_t n8 = hd / 8 * 8;
-  for (int j = 0; j < kAttnKeys; ++j) {
+  const int groups = (n + 7) / 8;
+  for (int j = 0; j < 8 * groups; ++j) {
     if (j >= n) {
       for (int64_t c = 0; c < chunks; ++c) _mm256_store_ps(kf[j] + 8 * c, _mm256_setzero_ps());
       continue;
@@ -360,22 +370,27 @@ void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride,
     for (; i < n8; i += 8) _mm256_store_ps(kf[j] + i, load_f16(row + i));
     for (; i < 8 * chunks; ++i) kf[j][i] = i < hd ? half_to_float(row[i]) : 0.0f;
   }
-  const int groups = (n + 7) / 8;
   for (int h = 0; h < heads; ++h) {
     const float* qh = q + h * hd;
-    for (int64_t i = 0; i < 8 * chunks; ++i) qf[i] = i < hd ? qh[i] : 0.0f;
+    if (n8 != hd) {
+      for (int64_t i = 0; i < 8 * chunks; ++i) qf[i] = i < hd ? qh[i] : 0.0f;
+      qh = qf;
+    }
     for (int g8 = 0; g8 < groups; ++g8) {
       __m256 acc[8];
       for (auto& a : acc) a = _mm256_setzero_ps();
       for (int64_t c = 0; c < chunks; ++c) {
-        const __m256 qv = _mm256_load_ps(qf + 8 * c);
+        const __m256 qv = _mm256_loadu_ps(qh + 8 * c);
 #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(qv, _mm256_load_ps(kf[8 * g8 + j] + 8 * c), acc[j]);
       }
-      alignas(32) float out[8];
-      _mm256_store_ps(out, reduce8(acc));
-      const int keep = std::min(8, n - 8 * g8);
-      for (int j = 0; j < keep; ++j) s[h * s_stride + 8 * g8 + j] = out[j];
+      const __m256 sums = reduce8(acc);
+      float* out = s + h * s_stride + 8 * g8;
+      if (n - 8 * g8 >= 8) {
+        _mm256_storeu_ps(out, sums);
+      } else {
+        _mm256_maskstore_ps(out, lane_mask(n - 8 * g8), sums);
+      }
     }
   }
 }
@@ -494,12 +509,6 @@ void silu_mul(const float* gate, const float* up, float* y, int64_t n) {
   for (; i < n; ++i) y[i] = gate[i] / (1.0f + __builtin_expf(-gate[i])) * up[i];
 }
 
-// Lanes [0, rem) set (rem clamped to 0..8), for masked loads and stores.
-__m256i lane_mask(int64_t rem) {
-  const int64_t r = rem < 0 ? 0 : (rem > 8 ? 8 : rem);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(r)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 void softmax_tile(float* s, int64_t s_stride, int heads, int n, float* m, float* l, float* c) {
   const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   for (int g0 = 0; g0 < heads; g0 += 8) {
@@ -507,20 +516,29 @@ void softmax_tile(float* s, int64_t s_stride, int heads, int n, float* m, float*
     alignas(32) float m_new[8] = {}, sums[8] = {};
     for (int h = 0; h < hn; ++h) {
       float* sg = s + (g0 + h) * s_stride;
+      // Whole vectors by plain loads and stores, the last partial one masked
+      // (vmaskmovps stores are microcoded on Zen 2/3); the same values.
+      const int n8 = n / 8 * 8;
       __m256 vmax = neg_inf;
-      for (int i = 0; i < n; i += 8) {
-        const __m256i k = lane_mask(n - i);
-        vmax = _mm256_max_ps(vmax, _mm256_blendv_ps(neg_inf, _mm256_maskload_ps(sg + i, k), _mm256_castsi256_ps(k)));
+      for (int i = 0; i < n8; i += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(sg + i));
+      if (n8 < n) {
+        const __m256i k = lane_mask(n - n8);
+        vmax = _mm256_max_ps(vmax, _mm256_blendv_ps(neg_inf, _mm256_maskload_ps(sg + n8, k), _mm256_castsi256_ps(k)));
       }
       const float mn = std::max(m[g0 + h], hmax(vmax));
       // With nothing but -inf so far, shift by 0: every p is exp(-inf) = 0.
       const __m256 shift = _mm256_set1_ps(mn == -std::numeric_limits<float>::infinity() ? 0.0f : mn);
       __m256 vsum = _mm256_setzero_ps();
-      for (int i = 0; i < n; i += 8) {
-        const __m256i k = lane_mask(n - i);
+      for (int i = 0; i < n8; i += 8) {
+        const __m256 p = exp256(_mm256_sub_ps(_mm256_loadu_ps(sg + i), shift));
+        _mm256_storeu_ps(sg + i, p);
+        vsum = _mm256_add_ps(vsum, p);
+      }
+      if (n8 < n) {
+        const __m256i k = lane_mask(n - n8);
         const __m256 p =
-            _mm256_and_ps(exp256(_mm256_sub_ps(_mm256_maskload_ps(sg + i, k), shift)), _mm256_castsi256_ps(k));
-        _mm256_maskstore_ps(sg + i, k, p);
+            _mm256_and_ps(exp256(_mm256_sub_ps(_mm256_maskload_ps(sg + n8, k), shift)), _mm256_castsi256_ps(k));
+        _mm256_maskstore_ps(sg + n8, k, p);
         vsum = _mm256_add_ps(vsum, p);
       }
       m_new[h] = mn;
