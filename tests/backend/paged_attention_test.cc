@@ -22,13 +22,17 @@ struct Case {
   int n_heads, n_kv_heads, head_dim;
 };
 
-void run_case(const Case& c, Isa isa, KvDtype kv_dtype) {
+// Sequences: (cached tokens before this step, new tokens this step).
+using SeqShape = std::vector<std::pair<int, int>>;
+const SeqShape kShortSeqs = {{0, 1}, {0, 37}, {50, 1}, {20, 13}};
+
+void run_case(const Case& c, Isa isa, KvDtype kv_dtype, const SeqShape& seqs = kShortSeqs, int num_blocks = 64) {
   KvCacheSpec spec;
   spec.dtype = kv_dtype;
   spec.n_layers = 2;
   spec.n_kv_heads = c.n_kv_heads;
   spec.head_dim = c.head_dim;
-  spec.num_blocks = 64;
+  spec.num_blocks = num_blocks;
   auto kv = KvBuffer::create(spec);
   ASSERT_TRUE(kv.ok());
   // K and V lie in huge-page memory (huge_page_memory.h): 2 MiB-aligned.
@@ -41,8 +45,6 @@ void run_case(const Case& c, Isa isa, KvDtype kv_dtype) {
   const int layer = 1;
   const int kv_row = c.n_kv_heads * c.head_dim;
   const int q_row = c.n_heads * c.head_dim;
-  // Sequences: (cached tokens before this step, new tokens this step).
-  const std::vector<std::pair<int, int>> seqs = {{0, 1}, {0, 37}, {50, 1}, {20, 13}};
   std::vector<BlockTable> tables;
   std::vector<AttentionSeq> aseqs;
   std::vector<int32_t> positions;
@@ -117,6 +119,23 @@ TEST(PagedAttention, MatchesNaiveSoftmaxAttention) {
         SCOPED_TRACE(std::string(isa_name(isa)) + " " + kv_dtype_name(t) + " heads " + std::to_string(c.n_heads) + "/" +
                      std::to_string(c.n_kv_heads));
         run_case(c, isa, t);
+      }
+    }
+  }
+}
+
+// Rows longer than one split run (1024 positions, paged_attention.cc) are
+// computed as several work items whose softmax states are merged: decode
+// rows at 1024 (one run), 1025 (two) and 2501 positions (three, the last
+// short), and a prefill chunk whose rows cross the 2048 boundary.
+TEST(PagedAttention, LongRowsSplitIntoRunsMatchNaiveSoftmaxAttention) {
+  const SeqShape seqs = {{1023, 1}, {1024, 1}, {2500, 1}, {2040, 9}};
+  for (Isa isa : supported_isas()) {
+    for (KvDtype t : {KvDtype::kF16, KvDtype::kInt8}) {
+      for (Case c : {Case{8, 2, 32}, Case{6, 1, 64}}) {
+        SCOPED_TRACE(std::string(isa_name(isa)) + " " + kv_dtype_name(t) + " heads " + std::to_string(c.n_heads) + "/" +
+                     std::to_string(c.n_kv_heads));
+        run_case(c, isa, t, seqs, 512);
       }
     }
   }

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "core/fp8.h"
@@ -12,12 +14,28 @@ namespace tessera::cpu {
 
 namespace {
 
-// Work item: one query token and one KV head (all query heads of its group).
+// Work item: one query token, one KV head (all query heads of its group) and
+// the cached positions [begin, end) it covers: the whole context, or for a
+// row longer than kSplitPositions one split of it, whose unnormalised
+// output and softmax state go to partial slot `partial` (-1: none).
 struct Item {
   int32_t token;
   int32_t kv_head;
   const AttentionSeq* seq;
+  int32_t begin;
+  int32_t end;
+  int32_t partial;
 };
+
+// A row's context is cut into runs of this many positions (rounded down to
+// whole KV blocks) when it is longer: each run is its
+// own work item and the runs' softmax states are merged afterwards
+// (Flash-Decoding, Dao et al. 2023). A decode step of one sequence has only
+// n_kv_heads items otherwise, too few to spread evenly over the threads at a
+// long context. The cut depends only on the row's own position, never on
+// the batch or the thread count, so results stay batch-invariant; rows of
+// at most this many positions are computed exactly as without splitting.
+constexpr int32_t kSplitPositions = 1024;
 
 // q · k for one head's key row of the cache's dtype.
 float dot_key(const Kernels& k, KvDtype t, const uint8_t* key, const float* q, int64_t n) {
@@ -102,9 +120,13 @@ void prefetch_rows(const uint8_t* p, int32_t rows, int64_t stride, int64_t bytes
   }
 }
 
-void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int32_t pos, const AttentionSeq& seq,
-                const KvBuffer& kv, int layer, int32_t kv_head, float* out, std::vector<float>& scratch,
-                std::vector<uint16_t>& rows16) {
+// Attention of one item over cached positions [begin, end): out[group, hd]
+// normalised when `m_out` is null; otherwise out holds the unnormalised sum
+// of p * v and m_out / l_out [group] the running max and sum, for
+// merge_partials.
+void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int32_t begin, int32_t end,
+                const AttentionSeq& seq, const KvBuffer& kv, int layer, int32_t kv_head, float* out, float* m_out,
+                float* l_out, std::vector<float>& scratch, std::vector<uint16_t>& rows16) {
   const int32_t group = sh.n_heads / sh.n_kv_heads;
   const int32_t hd = sh.head_dim;
   const int32_t bs = kv.spec().block_size;
@@ -118,7 +140,7 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   float* row_scale = p_scaled + static_cast<int64_t>(group) * bs;  // [bs] 8-bit rows' scales
   std::fill(m, m + group, -std::numeric_limits<float>::infinity());
   std::fill(out, out + static_cast<int64_t>(group) * hd, 0.0f);
-  const int32_t n_ctx = pos + 1;
+  const int32_t n_ctx = end;
   const KvDtype t = kv.spec().dtype;
   const auto head_off = static_cast<int64_t>(static_cast<uint64_t>(kv_head) * kv_head_bytes(t, hd));
   // Bytes between consecutive slots' rows (all heads of one token).
@@ -138,7 +160,7 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   }
   const auto head_bytes = static_cast<int64_t>(kv_head_bytes(t, hd));
   const bool prefetch = seq.n_tokens <= kPrefetchMaxRows;
-  for (int32_t start = 0; start < n_ctx; start += bs) {
+  for (int32_t start = begin; start < n_ctx; start += bs) {
     const int64_t slot0 = static_cast<int64_t>(seq.block_table[static_cast<size_t>(start / bs)]) * bs;
     const int32_t n = std::min(bs, n_ctx - start);
     if (const int32_t ahead = start + kPrefetchBlocks * bs; prefetch && ahead < n_ctx) {
@@ -213,7 +235,35 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
       k.attn_pv_f16(p_scaled, bs, group, rows16.data(), hd * static_cast<int64_t>(sizeof(uint16_t)), n, out, hd, hd);
     }
   }
+  if (m_out != nullptr) {
+    std::copy(m, m + group, m_out);
+    std::copy(l, l + group, l_out);
+    return;
+  }
   for (int32_t g = 0; g < group; ++g) k.scale(out + static_cast<int64_t>(g) * hd, 1.0f / l[g], hd);
+}
+
+// out[group, hd] from the splits of one row and KV head, in position order:
+// m = max_c m_c, l = sum_c l_c e^(m_c - m), out = sum_c e^(m_c - m) o_c / l.
+//   o: [splits, group, hd];  m, l: [splits, group]
+void merge_partials(int splits, int32_t group, int32_t hd, const float* o, const float* m, const float* l, float* out) {
+  for (int32_t g = 0; g < group; ++g) {
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int c = 0; c < splits; ++c) mx = std::max(mx, m[c * group + g]);
+    float* og = out + static_cast<int64_t>(g) * hd;
+    std::fill(og, og + hd, 0.0f);
+    float sum = 0.0f;
+    for (int c = 0; c < splits; ++c) {
+      const float mc = m[c * group + g];
+      if (mc == -std::numeric_limits<float>::infinity()) continue;  // nothing seen in this split
+      const float w = std::exp(mc - mx);
+      sum += l[c * group + g] * w;
+      const float* oc = o + (static_cast<int64_t>(c) * group + g) * hd;
+      for (int32_t i = 0; i < hd; ++i) og[i] += w * oc[i];
+    }
+    const float inv = 1.0f / sum;
+    for (int32_t i = 0; i < hd; ++i) og[i] *= inv;
+  }
 }
 
 }  // namespace
@@ -221,14 +271,41 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
 void paged_attention(ThreadPool& pool, const Kernels& k, const AttentionShape& shape, const float* q,
                      const int32_t* positions, std::span<const AttentionSeq> seqs, const KvBuffer& kv, int layer,
                      float* out) {
-  std::vector<Item> items;
-  for (const AttentionSeq& seq : seqs) {
-    for (int32_t t = seq.token_begin; t < seq.token_begin + seq.n_tokens; ++t) {
-      for (int32_t h = 0; h < shape.n_kv_heads; ++h) items.push_back({t, h, &seq});
-    }
-  }
   const int32_t group = shape.n_heads / shape.n_kv_heads;
   const int64_t row = static_cast<int64_t>(shape.n_heads) * shape.head_dim;
+  const int64_t part = static_cast<int64_t>(group) * shape.head_dim;  // one item's output
+  std::vector<Item> items;
+  // Rows split into several runs: (token, kv_head, first partial slot, runs).
+  struct Split {
+    int32_t token, kv_head, first, runs;
+  };
+  std::vector<Split> splits;
+  int32_t partials = 0;
+  // Runs start on block boundaries.
+  const int32_t bs = kv.spec().block_size;
+  const int32_t split = std::max<int32_t>(1, kSplitPositions / bs) * bs;
+  for (const AttentionSeq& seq : seqs) {
+    for (int32_t t = seq.token_begin; t < seq.token_begin + seq.n_tokens; ++t) {
+      const int32_t n_ctx = positions[t] + 1;
+      const int32_t runs = (n_ctx + split - 1) / split;
+      for (int32_t h = 0; h < shape.n_kv_heads; ++h) {
+        if (runs <= 1) {
+          items.push_back({t, h, &seq, 0, n_ctx, -1});
+          continue;
+        }
+        splits.push_back({t, h, partials, runs});
+        for (int32_t c = 0; c < runs; ++c) {
+          items.push_back({t, h, &seq, c * split, std::min(n_ctx, (c + 1) * split), partials++});
+        }
+      }
+    }
+  }
+  // [partials, group, hd] and [partials, group] x 2: written whole by
+  // attend_one before merge_partials reads them, so not zeroed (a prefill
+  // chunk at a long context has megabytes of them).
+  const auto part_o = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(partials * part));
+  const auto part_m = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(partials * group));
+  const auto part_l = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(partials * group));
   // Items handed out by an atomic counter, last token first: a prefill's
   // later tokens attend to more positions (causal), so equal static shares
   // would leave the thread with the early tokens waiting, and the longest
@@ -241,10 +318,22 @@ void paged_attention(ThreadPool& pool, const Kernels& k, const AttentionShape& s
     for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < items.size();
          i = next.fetch_add(1, std::memory_order_relaxed)) {
       const Item& it = items[items.size() - 1 - i];
-      const int64_t off = it.token * row + static_cast<int64_t>(it.kv_head) * group * shape.head_dim;
-      attend_one(k, shape, q + off, positions[it.token], *it.seq, kv, layer, it.kv_head, out + off, scratch, rows16);
+      const int64_t off = it.token * row + static_cast<int64_t>(it.kv_head) * part;
+      if (it.partial < 0) {
+        attend_one(k, shape, q + off, it.begin, it.end, *it.seq, kv, layer, it.kv_head, out + off, nullptr, nullptr,
+                   scratch, rows16);
+      } else {
+        const auto pi = static_cast<size_t>(it.partial);
+        attend_one(k, shape, q + off, it.begin, it.end, *it.seq, kv, layer, it.kv_head, &part_o[pi * part],
+                   &part_m[pi * group], &part_l[pi * group], scratch, rows16);
+      }
     }
   });
+  for (const Split& sp : splits) {
+    const auto first = static_cast<size_t>(sp.first);
+    merge_partials(sp.runs, group, shape.head_dim, &part_o[first * part], &part_m[first * group],
+                   &part_l[first * group], out + sp.token * row + static_cast<int64_t>(sp.kv_head) * part);
+  }
 }
 
 }  // namespace tessera::cpu

@@ -2,7 +2,11 @@
 // per tile) with an online softmax: a running maximum m and running sum l per
 // query row, rescaling the accumulator when m grows (FlashAttention, Dao et al.
 // 2022, arXiv:2205.14135; PagedAttention, arXiv:2309.06180). The full
-// [n_query, n_context] score matrix is never materialised.
+// [n_query, n_context] score matrix is never materialised. A row longer than
+// 1024 cached positions is cut into runs of 1024 (whole KV blocks), each its
+// own work item for the thread pool, and the runs' (max, sum, output) merged
+// in position order (Flash-Decoding, Dao et al. 2023): a decode step of one
+// sequence otherwise has only n_kv_heads items to share among the threads.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +27,8 @@ using tessera::AttentionShape;  // backend/op_params.h
 // out[t] = softmax(q[t] · Kᵀ · scale) · V over cache positions 0..positions[t]
 // of token t's sequence; keys and values of those positions (this step's
 // included) must already be in `kv`. Every query row is computed
-// independently, so results do not depend on batch composition.
+// independently, and whether and where it is split depends only on its own
+// position, so results do not depend on batch composition or thread count.
 //   q:         [n_tokens, n_heads, head_dim]
 //   positions: [n_tokens]
 //   out:       [n_tokens, n_heads, head_dim]
