@@ -285,11 +285,11 @@ BENCHMARK(BM_AttnQk)->Arg(0)->Arg(1)->ArgNames({"fused"})->Repetitions(3)->Repor
 // layer (4 MB, L3-resident) and reads it 22 times: the compute ceiling.
 void BM_PagedDecode(benchmark::State& state) {
   const Kernels& k = bench_kernels();
-  const int kLayers = static_cast<int>(state.range(1));
+  const int layers = static_cast<int>(state.range(1));
   constexpr int kSteps = 22, kHeads = 32, kKvHeads = 4, kHeadDim = 64, kCtx = 4096;
   KvCacheSpec spec;
   spec.dtype = KvDtype::kF16;
-  spec.n_layers = kLayers;
+  spec.n_layers = layers;
   spec.n_kv_heads = kKvHeads;
   spec.head_dim = kHeadDim;
   spec.num_blocks = kCtx / spec.block_size + 1;
@@ -307,7 +307,7 @@ void BM_PagedDecode(benchmark::State& state) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> krow(kKvHeads * kHeadDim), vrow(krow.size());
-  for (int layer = 0; layer < kLayers; ++layer) {
+  for (int layer = 0; layer < layers; ++layer) {
     for (int p = 0; p < kCtx; ++p) {
       for (size_t i = 0; i < krow.size(); ++i) {
         krow[i] = dist(rng);
@@ -324,7 +324,7 @@ void BM_PagedDecode(benchmark::State& state) {
   ThreadPool pool(static_cast<int>(state.range(0)));
   for (auto _ : state) {
     for (int layer = 0; layer < kSteps; ++layer) {
-      paged_attention(pool, k, shape, q.data(), &position, std::span(&seq, 1), **kv, layer % kLayers, out.data());
+      paged_attention(pool, k, shape, q.data(), &position, std::span(&seq, 1), **kv, layer % layers, out.data());
     }
     benchmark::DoNotOptimize(out.data());
   }

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <memory>
 #include <vector>
 
 #include "core/fp8.h"
@@ -300,12 +299,19 @@ void paged_attention(ThreadPool& pool, const Kernels& k, const AttentionShape& s
       }
     }
   }
-  // [partials, group, hd] and [partials, group] x 2: written whole by
-  // attend_one before merge_partials reads them, so not zeroed (a prefill
-  // chunk at a long context has megabytes of them).
-  const auto part_o = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(partials * part));
-  const auto part_m = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(partials * group));
-  const auto part_l = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(partials * group));
+  // The runs' results, [partials, group, hd] then [partials, group] max and
+  // sum, each written whole by attend_one before merge_partials reads it.
+  // One buffer per calling thread, kept between calls: a prefill chunk at a
+  // long context has megabytes of them, and steps without long rows
+  // allocate nothing.
+  thread_local std::vector<float> partial_buf;
+  const auto n_partial = static_cast<size_t>(partials);
+  if (partial_buf.size() < n_partial * static_cast<size_t>(part + 2 * group)) {
+    partial_buf.resize(n_partial * static_cast<size_t>(part + 2 * group));
+  }
+  float* const part_o = partial_buf.data();
+  float* const part_m = part_o + n_partial * static_cast<size_t>(part);
+  float* const part_l = part_m + n_partial * static_cast<size_t>(group);
   // Items handed out by an atomic counter, last token first: a prefill's
   // later tokens attend to more positions (causal), so equal static shares
   // would leave the thread with the early tokens waiting, and the longest
@@ -319,20 +325,20 @@ void paged_attention(ThreadPool& pool, const Kernels& k, const AttentionShape& s
          i = next.fetch_add(1, std::memory_order_relaxed)) {
       const Item& it = items[items.size() - 1 - i];
       const int64_t off = it.token * row + static_cast<int64_t>(it.kv_head) * part;
-      if (it.partial < 0) {
-        attend_one(k, shape, q + off, it.begin, it.end, *it.seq, kv, layer, it.kv_head, out + off, nullptr, nullptr,
-                   scratch, rows16);
-      } else {
-        const auto pi = static_cast<size_t>(it.partial);
-        attend_one(k, shape, q + off, it.begin, it.end, *it.seq, kv, layer, it.kv_head, &part_o[pi * part],
-                   &part_m[pi * group], &part_l[pi * group], scratch, rows16);
-      }
+      // A whole row writes its normalised output; a run its partial slot.
+      const auto pi = static_cast<size_t>(std::max(it.partial, 0));
+      const bool whole = it.partial < 0;
+      attend_one(k, shape, q + off, it.begin, it.end, *it.seq, kv, layer, it.kv_head,
+                 whole ? out + off : part_o + pi * static_cast<size_t>(part),
+                 whole ? nullptr : part_m + pi * static_cast<size_t>(group),
+                 whole ? nullptr : part_l + pi * static_cast<size_t>(group), scratch, rows16);
     }
   });
   for (const Split& sp : splits) {
     const auto first = static_cast<size_t>(sp.first);
-    merge_partials(sp.runs, group, shape.head_dim, &part_o[first * part], &part_m[first * group],
-                   &part_l[first * group], out + sp.token * row + static_cast<int64_t>(sp.kv_head) * part);
+    merge_partials(sp.runs, group, shape.head_dim, part_o + first * static_cast<size_t>(part),
+                   part_m + first * static_cast<size_t>(group), part_l + first * static_cast<size_t>(group),
+                   out + sp.token * row + static_cast<int64_t>(sp.kv_head) * part);
   }
 }
 
