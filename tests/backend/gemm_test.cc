@@ -278,6 +278,68 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
   if (!any) GTEST_SKIP() << "no ISA with tile kernels on this CPU";
 }
 
+// widen_f16 / widen_bf16 (gemm.h): F16 / BF16 rows widened to f32 are exact
+// (every element equals the reference conversion), and tile_f32 over them
+// gives tile_f16's / tile_bf16's bits in every tile shape, so matmul's
+// widened prefill chunks agree with the one-token tiles. Row lengths with
+// and without a tail of n % 8 elements; special values (±0, subnormals,
+// infinities) in the widened rows.
+TEST(Gemm, WidenedHalfRowsGiveTheHalfTileBits) {
+  bool any = false;
+  for (Isa isa : supported_isas()) {
+    const GemmKernels* g = kernels_for(isa).gemm;
+    if (g == nullptr || g->widen_f16 == nullptr) continue;
+    ASSERT_NE(g->widen_bf16, nullptr);
+    any = true;
+    SCOPED_TRACE(isa_label(isa));
+    uint32_t seed = 31;
+    for (DType t : {DType::kF16, DType::kBF16}) {
+      auto widen = t == DType::kF16 ? g->widen_f16 : g->widen_bf16;
+      // ±0, the smallest and largest subnormal, ±infinity, 1, the largest finite value, -2.
+      std::vector<uint16_t> sv =
+          t == DType::kF16
+              ? std::vector<uint16_t>{0x0000, 0x8000, 0x0001, 0x03ff, 0x7c00, 0xfc00, 0x3c00, 0x7bff, 0xc000}
+              : std::vector<uint16_t>{0x0000, 0x8000, 0x0001, 0x007f, 0x7f80, 0xff80, 0x3f80, 0x7f7f, 0xc000};
+      std::vector<float> wide(sv.size()), ref(sv.size());
+      widen(sv.data(), wide.data(), static_cast<int64_t>(sv.size()));
+      dequantize_row(t, sv.data(), ref.data(), static_cast<int64_t>(sv.size()));
+      ASSERT_EQ(0, std::memcmp(wide.data(), ref.data(), wide.size() * sizeof(float))) << dtype_name(t) << " specials";
+      for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{33}, int64_t{100}, int64_t{2048}}) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(n));
+        const Problem p = make_problem(t, 2 * g->float_rows + 1, 2 * g->float_tokens + 1, n, seed += 100);
+        const Activations a = make_activations(*g, p);
+        const std::vector<float> one = run_with_shape(*g, p, a, 1, 1);
+        // The widened copy: rows one cache line longer than n, as matmul pads them.
+        const int64_t ws = n + 16;
+        std::vector<float> w32(static_cast<size_t>(p.rows * ws), std::nanf(""));
+        for (int64_t r = 0; r < p.rows; ++r) {
+          widen(reinterpret_cast<const uint16_t*>(p.w.data() + static_cast<size_t>(r) * p.w_row_bytes),
+                w32.data() + r * ws, n);
+          ASSERT_EQ(0, std::memcmp(w32.data() + r * ws, p.w_f32.data() + r * n, static_cast<size_t>(n) * sizeof(float)))
+              << "row " << r << " widened";
+        }
+        for (int tr = 1; tr <= g->float_rows; ++tr) {
+          for (int tt = 1; tt <= g->float_tokens; ++tt) {
+            std::vector<float> y(one.size(), std::nanf(""));
+            for (int64_t t0 = 0; t0 < p.tokens; t0 += tt) {
+              for (int64_t r0 = 0; r0 < p.rows; r0 += tr) {
+                g->tile_f32(w32.data() + r0 * ws, ws * static_cast<int64_t>(sizeof(float)),
+                            static_cast<int>(std::min<int64_t>(tr, p.rows - r0)), p.x.data() + t0 * n,
+                            n * static_cast<int64_t>(sizeof(float)),
+                            static_cast<int>(std::min<int64_t>(tt, p.tokens - t0)), n, y.data() + t0 * p.rows + r0,
+                            p.rows);
+              }
+            }
+            ASSERT_EQ(0, std::memcmp(y.data(), one.data(), y.size() * sizeof(float)))
+                << "widened tile " << tr << "x" << tt << " differs from the half tile";
+          }
+        }
+      }
+    }
+  }
+  if (!any) GTEST_SKIP() << "no ISA with widen_f16 on this CPU";
+}
+
 // Q6_K's tile against the same ISA's dot_q6_k (gemm.h: bit-identical, so
 // the tiled prefill and the untiled decode / fallback agree exactly), on
 // blocks of random bytes: codes 0..63 and scales -128..127 at their ends

@@ -140,6 +140,18 @@ struct GemmKernels {
   void (*pack_bf16)(const float* x, uint16_t* out, int64_t n);
   void (*tile_bf16_dp)(const uint16_t* w, int64_t w_stride, int rows, const uint16_t* x, int64_t x_stride, int tokens,
                        int64_t n, float* y, int64_t y_stride);
+
+  // Prefill with F16 / BF16 weights through tile_f32 (null where the set
+  // does not take this path): widen_f16 / widen_bf16 write w[n] as
+  // out[n] f32 (exact conversions). When they are set, matmul widens each
+  // L2 chunk of weight rows once into a per-thread buffer and runs tile_f32
+  // over it for every token group, instead of tile_f16 / tile_bf16
+  // converting the chunk again for each group of float_tokens tokens. A set
+  // fills them only where tile_f32 is tile_f16's / tile_bf16's instruction
+  // sequence after the conversion (AVX2's tile_float), so either path gives
+  // the same bits and the choice keeps matmul batch-invariant.
+  void (*widen_f16)(const uint16_t* w, float* out, int64_t n);
+  void (*widen_bf16)(const uint16_t* w, float* out, int64_t n);
 };
 
 // Whether g has a tile kernel for weights of type t. A set may leave an

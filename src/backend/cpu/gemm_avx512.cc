@@ -474,6 +474,8 @@ const GemmKernels kGemmAvx512{
     .tile_bf16 = tile_bf16,
     .pack_bf16 = nullptr,
     .tile_bf16_dp = nullptr,
+    .widen_f16 = nullptr,
+    .widen_bf16 = nullptr,
 };
 
 // The same set with the AVX512-BF16 kernel for BF16 weights

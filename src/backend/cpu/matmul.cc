@@ -169,6 +169,44 @@ void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, const uint8_t* w, s
   }
 }
 
+// Token groups per call from which widened_rows replaces the f16 / bf16
+// tiles: below it the chunk's conversion is not shared by enough groups.
+constexpr int64_t kWidenMinTokenGroups = 2;
+
+// F16 / BF16 rows through the f32 tile (gemm.h widen_f16): the chunked loop
+// of tiled_rows, each L2 chunk of weight rows widened once into `wide`
+// (a per-thread buffer, rows padded by one cache line so that the tile's rows
+// do not map to the same L1 sets) and read by tile_f32 for every token group.
+void widened_rows(const GemmKernels& g, void (*widen)(const uint16_t*, float*, int64_t), const uint8_t* w,
+                  size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, int64_t cols, int64_t rows,
+                  int64_t n_tokens, float* y, int64_t r_begin, int64_t r_end) {
+  const int tile_rows = g.float_rows, tile_tokens = g.float_tokens;
+  const int64_t wide_row = (cols + 15) / 16 * 16 + 16;  // floats; 64-byte multiple
+  const size_t wide_row_bytes = static_cast<size_t>(wide_row) * sizeof(float);
+  const int64_t chunk =
+      std::max<int64_t>(tile_rows, static_cast<int64_t>(kTileBytes / wide_row_bytes) / tile_rows * tile_rows);
+  thread_local std::vector<uint8_t> wide_buf;
+  auto* wide = reinterpret_cast<float*>(aligned_scratch(wide_buf, wide_row_bytes * static_cast<size_t>(chunk)));
+  // wide: [chunk, wide_row] f32
+  const auto xs = static_cast<int64_t>(x_row_bytes);
+  for (int64_t c0 = r_begin; c0 < r_end; c0 += chunk) {
+    const int64_t c1 = std::min(r_end, c0 + chunk);
+    for (int64_t r = c0; r < c1; ++r) {
+      widen(reinterpret_cast<const uint16_t*>(w + static_cast<size_t>(r) * w_row_bytes), wide + (r - c0) * wide_row,
+            cols);
+    }
+    for (int64_t t = 0; t < n_tokens; t += tile_tokens) {
+      const int nt = static_cast<int>(std::min<int64_t>(tile_tokens, n_tokens - t));
+      const auto* xt = reinterpret_cast<const float*>(x + static_cast<size_t>(t) * x_row_bytes);
+      for (int64_t r = c0; r < c1; r += tile_rows) {
+        const int nr = static_cast<int>(std::min<int64_t>(tile_rows, c1 - r));
+        g.tile_f32(wide + (r - c0) * wide_row, static_cast<int64_t>(wide_row_bytes), nr, xt, xs, nt, cols,
+                   y + t * rows + r, rows);
+      }
+    }
+  }
+}
+
 // Float and Q6_K weights in any layout where the set has their tile (Q6_K's
 // reads GGUF rows); Q8_0 / Q4_0 / Q4_K once prepare_matrix has put them in
 // the x16 layout (a kernel table without tile kernels reads GGUF rows).
@@ -315,6 +353,10 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
                                  rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
       case DType::kF16:
+        if (g.widen_f16 != nullptr && n_tokens >= kWidenMinTokenGroups * g.float_tokens) {
+          widened_rows(g, g.widen_f16, wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+          return;
+        }
         tiled_rows<uint16_t, float>(g.tile_f16, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes,
                                     cols, rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
@@ -322,6 +364,10 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
         if (bf16x) {
           tiled_rows<uint16_t, uint16_t>(g.tile_bf16_dp, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data,
                                          x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
+          return;
+        }
+        if (g.widen_bf16 != nullptr && n_tokens >= kWidenMinTokenGroups * g.float_tokens) {
+          widened_rows(g, g.widen_bf16, wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1);
           return;
         }
         tiled_rows<uint16_t, float>(g.tile_bf16, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes,
