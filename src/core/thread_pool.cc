@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/cpu_share.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -11,6 +13,11 @@ namespace tessera {
 namespace {
 constexpr int kSpinIterations = 200000;  // then sleep on the condition variable
 constexpr int kYieldAfter = 2000;        // pause-spins before yielding the core
+// When threads outnumber CPUs (core/cpu_share.h): a few yields, then the
+// condition variable; no pause-spins, the thread waited for may need this
+// CPU, and a worker woken from the condition variable preempts a thread that
+// holds its CPU where a yielding one waits out that thread's time slice.
+constexpr int kSharedYields = 64;
 
 inline void cpu_relax() {
 #if defined(__x86_64__)
@@ -20,6 +27,7 @@ inline void cpu_relax() {
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+  add_pool_threads(n_threads_);
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -31,6 +39,7 @@ ThreadPool::~ThreadPool() {
   }
   cv_.notify_all();
   for (auto& t : workers_) t.join();
+  remove_pool_threads(n_threads_);
 }
 
 void ThreadPool::run(const std::function<void(int, int)>& fn) {
@@ -48,8 +57,9 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   fn(0, n_threads_);
   // Spin briefly, then yield: on an oversubscribed machine the worker we wait
   // for may need this core.
+  const int pause_spins = cpus_oversubscribed() ? 0 : kYieldAfter;
   for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
-    if (spin < kYieldAfter) {
+    if (spin < pause_spins) {
       cpu_relax();
     } else {
       std::this_thread::yield();
@@ -71,8 +81,11 @@ void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
     uint64_t gen = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; gen == seen && spin < kSpinIterations; ++spin) {
-      if (spin < kYieldAfter) {
+    const bool shared = cpus_oversubscribed();
+    const int spins = shared ? kSharedYields : kSpinIterations;
+    const int pause_spins = shared ? 0 : kYieldAfter;
+    for (int spin = 0; gen == seen && spin < spins; ++spin) {
+      if (spin < pause_spins) {
         cpu_relax();
       } else {
         std::this_thread::yield();

@@ -2,6 +2,8 @@
 // the whole forward pass; each parallel_for is a fork-join barrier. Workers
 // spin briefly before sleeping because a decode step issues hundreds of short
 // parallel regions and a futex wake-up per region would cost more than the work.
+// When threads outnumber the CPUs they may run on (core/cpu_share.h), waits
+// yield the CPU at once and sleep sooner instead.
 #pragma once
 
 #include <atomic>

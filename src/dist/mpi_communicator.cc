@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/cpu_share.h"
 
 namespace tessera::dist {
 
@@ -27,10 +28,13 @@ Status mpi_error(const char* what, int code) {
 constexpr std::chrono::microseconds kStepSpin{100000};
 
 // Waits for a non-blocking request, sleeping between polls once it has
-// waited a while (an idle worker waiting for the next step).
+// waited a while (an idle worker waiting for the next step). While threads
+// outnumber CPUs (core/cpu_share.h), every poll sleeps (~50 µs, the kernel's
+// default timer slack): the rank being waited for may need this CPU.
 int wait_polling(MPI_Request* req, std::chrono::microseconds spin = std::chrono::microseconds(200)) {
   int done = 0;
   auto sleep = std::chrono::microseconds(0);
+  const bool shared = cpus_oversubscribed();
   const auto start = Clock::now();
   for (;;) {
     const int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
@@ -38,6 +42,11 @@ int wait_polling(MPI_Request* req, std::chrono::microseconds spin = std::chrono:
     if (Clock::now() - start > spin) {
       sleep = std::min(std::chrono::microseconds(1000), sleep + std::chrono::microseconds(20));
       std::this_thread::sleep_for(sleep);
+    } else if (shared) {
+      // A sleep, not a yield: a yield hands the CPU to whatever else runs
+      // there for its whole time slice, while a thread waking from a sleep
+      // preempts it (docs/parallelism.md, "Ranks sharing CPUs").
+      std::this_thread::sleep_for(std::chrono::microseconds(1));
     }
   }
 }
@@ -124,7 +133,15 @@ class MpiCommunicator final : public Communicator {
     const auto t0 = Clock::now();
     bytes_.resize(bytes);
     backend.download(bytes_.data(), data, bytes);
-    const int rc = MPI_Send(bytes_.data(), static_cast<int>(bytes), MPI_BYTE, peer, kTag, comm_);
+    int rc = MPI_SUCCESS;
+    if (cpus_oversubscribed()) {
+      // MPI_Send would spin inside MPI until the receiver takes the message.
+      MPI_Request req;
+      rc = MPI_Isend(bytes_.data(), static_cast<int>(bytes), MPI_BYTE, peer, kTag, comm_, &req);
+      if (rc == MPI_SUCCESS) rc = wait_polling(&req, kStepSpin);
+    } else {
+      rc = MPI_Send(bytes_.data(), static_cast<int>(bytes), MPI_BYTE, peer, kTag, comm_);
+    }
     if (rc != MPI_SUCCESS) return mpi_error("send", rc);
     account(bytes, t0);
     return {};
@@ -174,8 +191,18 @@ class MpiCommunicator final : public Communicator {
     mine_.resize(count);
     all_.resize(count * static_cast<size_t>(size_));
     backend.download(mine_.data(), send, count * sizeof(float));
-    const int rc =
-        MPI_Allgather(mine_.data(), static_cast<int>(n), MPI_FLOAT, all_.data(), static_cast<int>(n), MPI_FLOAT, comm_);
+    int rc = MPI_SUCCESS;
+    if (cpus_oversubscribed()) {
+      // The blocking call would spin inside MPI while the other ranks, on
+      // the same CPUs, still compute their part.
+      MPI_Request req;
+      rc = MPI_Iallgather(mine_.data(), static_cast<int>(n), MPI_FLOAT, all_.data(), static_cast<int>(n), MPI_FLOAT,
+                          comm_, &req);
+      if (rc == MPI_SUCCESS) rc = wait_polling(&req, kStepSpin);
+    } else {
+      rc = MPI_Allgather(mine_.data(), static_cast<int>(n), MPI_FLOAT, all_.data(), static_cast<int>(n), MPI_FLOAT,
+                         comm_);
+    }
     return rc == MPI_SUCCESS ? Status() : mpi_error(what, rc);
   }
   void account(size_t bytes, Clock::time_point t0) {

@@ -9,7 +9,11 @@
 // ranks and message sizes). For T ranks it moves (T - 1) × n floats per rank,
 // which for decode-sized messages (n_tokens × n_embd) is latency-bound anyway.
 // broadcast waits by polling a non-blocking MPI_Ibcast with a sleep that
-// grows to 1 ms, so an idle worker does not spin a core.
+// grows to 1 ms, so an idle worker does not spin a core. While threads
+// outnumber CPUs (core/cpu_share.h: ranks sharing cores), every wait sleeps
+// between polls, and send and the all-gather behind all_reduce_sum /
+// all_gather become non-blocking calls polled the same way (MPI's blocking
+// calls spin inside the library).
 #pragma once
 
 #include <memory>

@@ -6,7 +6,14 @@
 
 #ifdef TESSERA_HAVE_MPI
 #include <mpi.h>
+#include <sched.h>
 
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "core/cpu_share.h"
 #include "dist/mpi_communicator.h"
 #endif
 
@@ -54,6 +61,57 @@ bool built_with_mpi() {
   return true;
 }
 
+namespace {
+
+// Tells core/cpu_share.h which ranks may run on this rank's CPUs: every rank
+// sends its machine's identity and its affinity mask; ranks of the same
+// machine whose masks overlap this rank's count as peers, and the union of
+// the overlapping masks is the CPUs they share. The machine is the kernel's
+// boot id, not the host name: ranks in network namespaces or containers of
+// one machine (tests/dist/netns_test.sh's "hosts") are different hosts to MPI
+// but share its CPUs. Best effort: on an error the waits keep the policy of a
+// process alone on its CPUs.
+struct RankCpus {
+  char machine[64];  // boot id (or MPI processor name), NUL-padded
+  cpu_set_t mask;
+};
+
+void note_cpu_sharing(MPI_Comm comm) {
+  RankCpus mine;
+  std::memset(&mine, 0, sizeof(mine));
+  std::string id;
+  if (std::ifstream f("/proc/sys/kernel/random/boot_id"); f) std::getline(f, id);
+  if (id.empty()) {
+    char name[MPI_MAX_PROCESSOR_NAME];
+    int len = 0;
+    if (MPI_Get_processor_name(name, &len) == MPI_SUCCESS) id.assign(name, static_cast<size_t>(len));
+  }
+  std::memcpy(mine.machine, id.data(), std::min(id.size(), sizeof(mine.machine) - 1));
+  if (sched_getaffinity(0, sizeof(mine.mask), &mine.mask) != 0) CPU_ZERO(&mine.mask);
+  int me = 0;
+  int n = 1;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &n);
+  std::vector<RankCpus> all(static_cast<size_t>(n));  // [ranks]
+  const int rc = MPI_Allgather(&mine, static_cast<int>(sizeof(mine)), MPI_BYTE, all.data(),
+                               static_cast<int>(sizeof(mine)), MPI_BYTE, comm);
+  if (rc != MPI_SUCCESS || CPU_COUNT(&mine.mask) == 0 || id.empty()) return;
+  cpu_set_t shared = mine.mask;
+  int peers = 0;
+  for (int r = 0; r < n; ++r) {
+    const RankCpus& other = all[static_cast<size_t>(r)];
+    if (r == me || std::memcmp(other.machine, mine.machine, sizeof(mine.machine)) != 0) continue;
+    cpu_set_t both;
+    CPU_AND(&both, &mine.mask, &other.mask);
+    if (CPU_COUNT(&both) == 0) continue;
+    ++peers;
+    CPU_OR(&shared, &shared, &other.mask);
+  }
+  set_cpu_sharing(peers, CPU_COUNT(&shared));
+}
+
+}  // namespace
+
 Status init() {
   Runtime& r = runtime();
   if (r.tried) return r.init_status;
@@ -68,6 +126,7 @@ Status init() {
     return r.init_status;
   }
   r.world = make_mpi_world_communicator();
+  note_cpu_sharing(MPI_COMM_WORLD);
   std::atexit(finalize);
   return {};
 }

@@ -24,7 +24,9 @@ bool built_with_mpi();
 int launched_world_size();
 // This process's rank as the launcher numbered it (0 when not launched by one).
 int launched_rank();
-// Initialises MPI once (later calls return the first result). Errors:
+// Initialises MPI once (later calls return the first result), and tells
+// core/cpu_share.h how many ranks of this machine share this rank's CPUs
+// (their machines' boot ids and affinity masks, exchanged over the world). Errors:
 // kUnimplemented without MPI in the build, kInternal when MPI_Init fails or
 // cannot give MPI_THREAD_SERIALIZED.
 Status init();

@@ -14,10 +14,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <sstream>
 
+#include "core/cpu_share.h"
 #include "dist/mpi_runtime.h"
 #include "engine/engine_core.h"
 #include "engine/model_executor.h"
@@ -297,6 +299,18 @@ TEST(Parallel, StepsInFlightCancelAndReturnEveryBlock) {
     }
     EXPECT_EQ(run_all(m, {jobs[0]}, cfg)[0], alone[0]);
   }
+}
+
+// The ranks' affinity masks, exchanged at MPI start, tell rank 0 whether
+// ranks share its CPUs (core/cpu_share.h). ctest states what the launch
+// gives: parallel_test_np2_one_core starts both ranks on CPU 0, so rank 0
+// must see one peer on one CPU, and its waits yield (the tests above then ran
+// through the non-blocking sends and all-gathers).
+TEST(Parallel, RanksSharingCpusAreDetected) {
+  const char* want = std::getenv("TESSERA_EXPECT_CPU_SHARING");
+  if (want == nullptr || g_world == 1) GTEST_SKIP() << "set by ctest for a launch with a known CPU layout";
+  EXPECT_EQ(cpus_oversubscribed(1), std::string(want) == "1");
+  EXPECT_EQ(cpus_oversubscribed(), std::string(want) == "1");
 }
 
 }  // namespace
