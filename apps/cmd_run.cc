@@ -271,6 +271,10 @@ int run_main(RunOptions o) {
         prompts.size(), em.generated_tokens, wall_ms, static_cast<double>(em.generated_tokens) * 1000.0 / wall_ms,
         em.prefix_hit_tokens, em.prefix_query_tokens, em.preemptions);
   }
+  if (o.engine.parallel.pipeline_parallel_size > 1) {
+    fmt::print(stderr, "pipeline ({} stages): {} of {} steps issued while another was in flight\n",
+               o.engine.parallel.pipeline_parallel_size, em.steps_overlapped, em.steps);
+  }
   if (o.sched.spec.enabled()) {
     fmt::print(stderr,
                "speculative ({}, k {}): {} tokens proposed, {} accepted (acceptance rate {:.1f}%), "

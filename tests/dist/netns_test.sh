@@ -5,7 +5,9 @@
 # namespace, as ssh would enter a remote machine; MPI traffic is forced onto
 # TCP over the veth (btl tcp,self), so the tensor-parallel all-reduces cross
 # a real network interface. Checks: the greedy tokens equal a single-process
-# run, and the veth carried the traffic (its byte counters grew).
+# run, and the veth carried the traffic (its byte counters grew); then a
+# pipeline-parallel run of 8 prompts with steps in flight across the
+# namespaces gives the single-process tokens.
 # Needs root with CAP_NET_ADMIN/CAP_SYS_ADMIN (`ip netns`, `unshare --uts`);
 # exit 77 (ctest: skipped) saying why when the machine does not allow it.
 # Usage: netns_test.sh TESSERA_BIN MPIEXEC MODEL
@@ -78,3 +80,35 @@ if [ "$sent" -lt 20000 ]; then
   exit 1
 fi
 echo "ok: T = 2 across two network namespaces ($A on nodea, $B on nodeb): tokens equal the single-process run, $sent bytes sent over $VA"
+
+# P = 2 across the namespaces with steps in flight: 8 greedy prompts at once,
+# shares of one sequence allowed (TESSERA_PP_MICRO_BATCH_ROWS=1, sent to the
+# remote rank with -x), so rank 0 issues a second step while the first is in
+# the other namespace; the tokens equal the single-process run's.
+PROMPTS=(-p 'Once upon a time' -p 'The cat' -p 'Lily went to the park' -p 'One day' -p 'Tom had a big red ball'
+  -p 'The sun was' -p 'A little bird' -p 'Mom said')
+want=$("$BIN" run -m "$MODEL" "${PROMPTS[@]}" -n 24 --temp 0 -t 1 --print-ids 2>/dev/null)
+quoted=$(printf "%q " "${PROMPTS[@]}")
+set +e
+got=$(ip netns exec "$NS_A" unshare --uts sh -c "hostname nodea; exec $MPIEXEC -q --oversubscribe \
+  --mca plm_rsh_agent $WORK/agent.sh --mca btl tcp,self --mca btl_tcp_if_include $NET --mca oob_tcp_if_include $NET \
+  --bind-to none -x TESSERA_PP_MICRO_BATCH_ROWS=1 --host $A:1,$B:1 -np 2 $BIN run -m $MODEL $quoted -n 24 --temp 0 \
+  -t 1 --print-ids --pipeline-parallel-size 2" 2>"$WORK/err")
+rc=$?
+set -e
+if [ "$rc" -ne 0 ]; then
+  echo "FAIL: the two-namespace P = 2 run exited $rc:" >&2
+  cat "$WORK/err" >&2
+  exit 1
+fi
+if [ "$got" != "$want" ]; then
+  echo "FAIL: P = 2 tokens differ across the veth: got '$got', want '$want'" >&2
+  exit 1
+fi
+overlapped=$(sed -n 's/^pipeline (2 stages): \([0-9]*\) of [0-9]* steps.*/\1/p' "$WORK/err")
+if [ -z "$overlapped" ] || [ "$overlapped" -eq 0 ]; then
+  echo "FAIL: no P = 2 step was issued while another was in flight:" >&2
+  cat "$WORK/err" >&2
+  exit 1
+fi
+echo "ok: P = 2 across the namespaces, 8 prompts: tokens equal the single-process run, $overlapped steps issued while another was in flight"
