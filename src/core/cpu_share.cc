@@ -23,8 +23,8 @@ struct Sharing {
 };
 
 Sharing& sharing() {
-  static Sharing s;
-  return s;
+  static Sharing* s = new Sharing();  // never destroyed: pools may end during static destruction
+  return *s;
 }
 
 // -1: no override; 0 / 1: TESSERA_CPU_SHARING.
