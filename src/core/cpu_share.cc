@@ -31,8 +31,10 @@ Sharing& sharing() {
 int forced() {
   static const int value = [] {
     const char* v = std::getenv("TESSERA_CPU_SHARING");
-    if (v == nullptr || *v == '\0') return -1;
-    return std::strcmp(v, "0") == 0 ? 0 : 1;
+    if (v == nullptr) return -1;
+    if (std::strcmp(v, "1") == 0) return 1;
+    if (std::strcmp(v, "0") == 0) return 0;
+    return -1;  // any other value: detected, as without the variable
   }();
   return value;
 }

@@ -34,7 +34,7 @@ void remove_pool_threads(int threads);
 // Whether threads outnumber CPUs: (largest live pool, at least 1) × (1 +
 // peer ranks) > CPUs, every rank of the job assumed to run the pool size this
 // one does (workers take rank 0's thread count). TESSERA_CPU_SHARING=1 / 0
-// forces the answer (for measurement).
+// forces the answer (for measurement); any other value is ignored.
 bool cpus_oversubscribed();
 // The same for a pool of `threads` threads about to be created.
 bool cpus_oversubscribed(int threads);
