@@ -6,6 +6,8 @@
 #include <utility>  // before Boost 1.74 asio, whose awaitable.hpp uses std::exchange without it
 #include <boost/asio.hpp>
 // clang-format on
+#include <unistd.h>
+
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -53,11 +55,16 @@ int serve_main(ServeOptions o) {
   boost::asio::signal_set signals(signals_ioc, SIGINT, SIGTERM);
   signals.async_wait([](const boost::system::error_code&, int) {});
   const KvCacheInfo& kv = (*engine)->kv_cache_info();
+  // Under mpirun, which rank to signal: SIGTERM to mpirun itself ends every
+  // rank at once, SIGTERM to rank 0 drains.
+  const int world = o.engine.parallel.world_size();
+  const std::string rank0 =
+      world > 1 ? fmt::format("; rank 0 of {}, pid {}: SIGTERM it to drain", world, static_cast<long>(getpid())) : "";
   fmt::print(stderr,
-             "tessera serve: listening on http://{}:{} serving model '{}' ({}; {} {}, KV cache {} tokens, {})\n",
+             "tessera serve: listening on http://{}:{} serving model '{}' ({}; {} {}, KV cache {} tokens, {}{})\n",
              o.server.host, (*srv)->port(), (*srv)->state().protocol.served_model, o.engine.model,
              options->backend.threads, options->backend.threads == 1 ? "thread" : "threads", kv.capacity_tokens,
-             format_byte_size(kv.total_bytes));
+             format_byte_size(kv.total_bytes), rank0);
   if (o.server.webui) {
     fmt::print(stderr, "tessera serve: chat web UI at http://{}:{}/\n", o.server.host, (*srv)->port());
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/cpu_share.h"
 #include "core/dtype.h"
 #include "engine/engine_core.h"
 #include "engine/run_to_completion.h"
@@ -103,6 +104,8 @@ std::string Engine::backend_description() const {
     d += ", rank 0 of " + std::to_string(p.tp_size * p.pp_size) + " (tensor parallel " + std::to_string(p.tp_size) +
          " x pipeline parallel " + std::to_string(p.pp_size) + "; KV cache per rank)";
   }
+  // core/cpu_share.h: this process's waits sleep instead of spinning.
+  if (cpus_oversubscribed()) d += ", threads outnumber CPUs: waits sleep";
   return d;
 }
 
