@@ -51,28 +51,32 @@ exec ip netns exec \$ns unshare --uts sh -c "hostname \$name; \$*"
 AGENT
 chmod +x "$WORK/agent.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+tx_bytes() { ip netns exec "$NS_A" cat "/sys/class/net/$VA/statistics/tx_bytes"; }
+# across WHAT MPI_OPTIONS TESSERA_ARGS: runs `tessera TESSERA_ARGS` as two ranks
+# on the two namespace hosts; its stdout must equal $want (exit 1 otherwise).
 # --bind-to none: each namespace is a "host" that would bind its one rank to
 # core 0, so both ranks would share one core (docs/parallelism.md).
-tx_bytes() { ip netns exec "$NS_A" cat "/sys/class/net/$VA/statistics/tx_bytes"; }
+across() {
+  set +e
+  got=$(ip netns exec "$NS_A" unshare --uts sh -c "hostname nodea; exec $MPIEXEC -q --oversubscribe \
+    --mca plm_rsh_agent $WORK/agent.sh --mca btl tcp,self --mca btl_tcp_if_include $NET --mca oob_tcp_if_include $NET \
+    --bind-to none $2 --host $A:1,$B:1 -np 2 $BIN $3" 2>"$WORK/err")
+  local rc=$?
+  set -e
+  if [ "$rc" -ne 0 ]; then
+    echo "FAIL: $1 exited $rc:" >&2
+    cat "$WORK/err" >&2
+    exit 1
+  fi
+  if [ "$got" != "$want" ]; then
+    echo "FAIL: $1: tokens differ across the veth: got '$got', want '$want'" >&2
+    exit 1
+  fi
+}
 before=$(tx_bytes)
 want=$("$BIN" run -m "$MODEL" -p "Once upon a time" -n 32 --temp 0 -t 1 2>/dev/null)
-set +e
-got=$(ip netns exec "$NS_A" unshare --uts sh -c "hostname nodea; exec $MPIEXEC -q --oversubscribe \
-  --mca plm_rsh_agent $WORK/agent.sh --mca btl tcp,self --mca btl_tcp_if_include $NET --mca oob_tcp_if_include $NET \
-  --bind-to none --host $A:1,$B:1 -np 2 $BIN run -m $MODEL -p 'Once upon a time' -n 32 --temp 0 -t 1 --tensor-parallel-size 2" \
-  2>"$WORK/err")
-rc=$?
-set -e
+across "the two-namespace T = 2 run" "" "run -m $MODEL -p 'Once upon a time' -n 32 --temp 0 -t 1 --tensor-parallel-size 2"
 after=$(tx_bytes)
-if [ "$rc" -ne 0 ]; then
-  echo "FAIL: the two-namespace run exited $rc:" >&2
-  cat "$WORK/err" >&2
-  exit 1
-fi
-if [ "$got" != "$want" ]; then
-  echo "FAIL: tokens differ across the veth: got '$got', want '$want'" >&2
-  exit 1
-fi
 sent=$((after - before))
 # 32 decode steps x 5 layers x 2 all-reduces of 64 floats, plus the steps' batches: well over 20 KB.
 if [ "$sent" -lt 20000 ]; then
@@ -89,22 +93,8 @@ PROMPTS=(-p 'Once upon a time' -p 'The cat' -p 'Lily went to the park' -p 'One d
   -p 'The sun was' -p 'A little bird' -p 'Mom said')
 want=$("$BIN" run -m "$MODEL" "${PROMPTS[@]}" -n 24 --temp 0 -t 1 --print-ids 2>/dev/null)
 quoted=$(printf "%q " "${PROMPTS[@]}")
-set +e
-got=$(ip netns exec "$NS_A" unshare --uts sh -c "hostname nodea; exec $MPIEXEC -q --oversubscribe \
-  --mca plm_rsh_agent $WORK/agent.sh --mca btl tcp,self --mca btl_tcp_if_include $NET --mca oob_tcp_if_include $NET \
-  --bind-to none -x TESSERA_PP_MICRO_BATCH_ROWS=1 --host $A:1,$B:1 -np 2 $BIN run -m $MODEL $quoted -n 24 --temp 0 \
-  -t 1 --print-ids --pipeline-parallel-size 2" 2>"$WORK/err")
-rc=$?
-set -e
-if [ "$rc" -ne 0 ]; then
-  echo "FAIL: the two-namespace P = 2 run exited $rc:" >&2
-  cat "$WORK/err" >&2
-  exit 1
-fi
-if [ "$got" != "$want" ]; then
-  echo "FAIL: P = 2 tokens differ across the veth: got '$got', want '$want'" >&2
-  exit 1
-fi
+across "the two-namespace P = 2 run" "-x TESSERA_PP_MICRO_BATCH_ROWS=1" \
+  "run -m $MODEL $quoted -n 24 --temp 0 -t 1 --print-ids --pipeline-parallel-size 2"
 overlapped=$(sed -n 's/^pipeline (2 stages): \([0-9]*\) of [0-9]* steps.*/\1/p' "$WORK/err")
 if [ -z "$overlapped" ] || [ "$overlapped" -eq 0 ]; then
   echo "FAIL: no P = 2 step was issued while another was in flight:" >&2
