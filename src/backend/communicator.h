@@ -71,6 +71,15 @@ class Communicator {
   // (MPI_Comm_split): the tensor-parallel group of one pipeline stage.
   virtual Result<std::unique_ptr<Communicator>> split(int color, int key) = 0;
   virtual CommStats stats() const { return {}; }
+  // Whether the collectives behind all_reduce_sum / all_gather are posted as
+  // non-blocking calls and polled (true) or made as blocking calls (false,
+  // the default). Every rank of the communicator must set the same value
+  // (MPI does not match a blocking collective with a non-blocking one): the
+  // executor sets it from an all-reduce at session start, true when some
+  // rank's threads outnumber its CPUs (core/cpu_share.h), whose waits must
+  // then sleep between polls rather than spin inside MPI. Implementations
+  // without such a choice ignore it.
+  virtual void set_collectives_polled(bool polled) { (void)polled; }
 };
 
 // One rank: collectives are identities (all_gather copies send to recv when

@@ -182,6 +182,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   CommStats stats() const override { return stats_; }
+  void set_collectives_polled(bool polled) override { polled_ = polled; }
 
  private:
   static constexpr int kTag = 17;
@@ -192,9 +193,10 @@ class MpiCommunicator final : public Communicator {
     all_.resize(count * static_cast<size_t>(size_));
     backend.download(mine_.data(), send, count * sizeof(float));
     int rc = MPI_SUCCESS;
-    if (cpus_oversubscribed()) {
-      // The blocking call would spin inside MPI while the other ranks, on
-      // the same CPUs, still compute their part.
+    if (polled_) {
+      // Some rank shares its CPUs: the blocking call would spin inside MPI
+      // while the other ranks, on the same CPUs, still compute their part.
+      // (Every rank takes the same branch: set_collectives_polled.)
       MPI_Request req;
       rc = MPI_Iallgather(mine_.data(), static_cast<int>(n), MPI_FLOAT, all_.data(), static_cast<int>(n), MPI_FLOAT,
                           comm_, &req);
@@ -215,6 +217,7 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int size_ = 1;
   CommStats stats_;
+  bool polled_ = false;            // set_collectives_polled
   std::vector<float> mine_, all_;  // host staging
   std::vector<uint8_t> bytes_;
 };

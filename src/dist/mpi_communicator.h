@@ -9,11 +9,12 @@
 // ranks and message sizes). For T ranks it moves (T - 1) × n floats per rank,
 // which for decode-sized messages (n_tokens × n_embd) is latency-bound anyway.
 // broadcast waits by polling a non-blocking MPI_Ibcast with a sleep that
-// grows to 1 ms, so an idle worker does not spin a core. While threads
-// outnumber CPUs (core/cpu_share.h: ranks sharing cores), every wait sleeps
-// between polls, and send and the all-gather behind all_reduce_sum /
-// all_gather become non-blocking calls polled the same way (MPI's blocking
-// calls spin inside the library).
+// grows to 1 ms, so an idle worker does not spin a core. While this rank's
+// threads outnumber its CPUs (core/cpu_share.h: ranks sharing cores), every
+// wait sleeps between polls and send becomes a polled MPI_Isend (MPI's
+// blocking calls spin inside the library); the all-gather behind
+// all_reduce_sum / all_gather becomes a polled MPI_Iallgather on every rank
+// when set_collectives_polled(true) says some rank shares its CPUs.
 #pragma once
 
 #include <memory>

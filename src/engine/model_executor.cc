@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "backend/registry.h"
+#include "core/cpu_share.h"
 #include "dist/mpi_runtime.h"
 #include "engine/step_message.h"
 
@@ -127,10 +128,14 @@ Status ModelExecutor::build(const Model& model, const ExecutorConfig& config, in
     return size_kv_cache(spec, config.kv_cache_memory, config.ctx_size);
   }();
   TESSERA_RETURN_IF_ERROR(sync(prepared));
-  if (world_ != nullptr) {  // every rank holds the blocks the smallest can
-    int64_t blocks = spec.num_blocks;
-    TESSERA_RETURN_IF_ERROR(world_->all_reduce_min(&blocks, 1));
-    spec.num_blocks = static_cast<int32_t>(blocks);
+  if (world_ != nullptr) {
+    // Every rank holds the blocks the smallest can; the collectives are
+    // polled on every rank when some rank's threads outnumber its CPUs.
+    int64_t words[2] = {spec.num_blocks, cpus_oversubscribed() ? -1 : 0};
+    TESSERA_RETURN_IF_ERROR(world_->all_reduce_min(words, 2));
+    spec.num_blocks = static_cast<int32_t>(words[0]);
+    world_->set_collectives_polled(words[1] < 0);
+    tp_->set_collectives_polled(words[1] < 0);
   }
   auto kv = backend_->create_kv_cache(spec);
   TESSERA_RETURN_IF_ERROR(sync(kv.status()));
