@@ -82,19 +82,6 @@ void remove_pool_threads(int threads) {
   recompute_locked(s);
 }
 
-bool cpus_oversubscribed(int threads) {
-  if (const int f = forced(); f >= 0) return f == 1;
-  Sharing& s = sharing();
-  int peers = 0;
-  int cpus = 0;
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    peers = s.peer_ranks;
-    cpus = s.cpus;
-  }
-  return decide(threads, peers, cpus);
-}
-
 bool cpus_oversubscribed() {
   if (const int f = forced(); f >= 0) return f == 1;
   return sharing().oversubscribed.load(std::memory_order_relaxed);

@@ -8,8 +8,9 @@
 // Open MPI each binds to core 0), a spinning thread holds the CPU that the
 // thread it waits for needs, and every wait lasts a scheduler time slice
 // (measured: a tensor-parallel decode step of stories260K on one shared core
-// took 48 ms instead of ~0.3 ms). Then the waits give the CPU away at once
-// (sched_yield) and go to sleep sooner.
+// took 48 ms; 0.6 ms with the waits below). Then the waits give the CPU
+// away: the thread pool yields and soon sleeps on its condition variable,
+// the MPI communicator sleeps between polls (dist/mpi_communicator.h).
 //
 // Process-wide state, written at start-up (the distributed runtime, each
 // ThreadPool's construction) and read by every wait; thread-safe.
@@ -36,7 +37,5 @@ void remove_pool_threads(int threads);
 // one does (workers take rank 0's thread count). TESSERA_CPU_SHARING=1 / 0
 // forces the answer (for measurement); any other value is ignored.
 bool cpus_oversubscribed();
-// The same for a pool of `threads` threads about to be created.
-bool cpus_oversubscribed(int threads);
 
 }  // namespace tessera

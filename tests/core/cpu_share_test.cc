@@ -18,22 +18,28 @@ bool forced() {
   return v != nullptr && (std::string(v) == "0" || std::string(v) == "1");
 }
 
+// The rule, through live pools: (largest pool) × (1 + peers) > CPUs.
 TEST(CpuShare, ThreadsTimesSharingRanksAgainstCpus) {
   if (forced()) GTEST_SKIP() << "TESSERA_CPU_SHARING is set";
   const int cpus = affinity_cpu_count();
   ASSERT_GE(cpus, 1);
-  set_cpu_sharing(0, 0);  // one process on its affinity mask
-  EXPECT_FALSE(cpus_oversubscribed(1));
-  EXPECT_FALSE(cpus_oversubscribed(cpus));
-  EXPECT_TRUE(cpus_oversubscribed(cpus + 1));
+  // Whether a pool of `threads` makes this process oversubscribed.
+  auto with_pool = [](int threads) {
+    ThreadPool pool(threads);
+    return cpus_oversubscribed();
+  };
+  set_cpu_sharing(0, 0);                // one process on its affinity mask
+  EXPECT_FALSE(cpus_oversubscribed());  // no pool: one thread
+  EXPECT_FALSE(with_pool(cpus));
+  EXPECT_TRUE(with_pool(cpus + 1));
   set_cpu_sharing(1, 2);  // two ranks on two CPUs
-  EXPECT_FALSE(cpus_oversubscribed(1));
-  EXPECT_TRUE(cpus_oversubscribed(2));
+  EXPECT_FALSE(with_pool(1));
+  EXPECT_TRUE(with_pool(2));
   set_cpu_sharing(3, 2);  // four ranks on two CPUs (mpirun --oversubscribe -np 4)
-  EXPECT_TRUE(cpus_oversubscribed(1));
+  EXPECT_TRUE(with_pool(1));
   set_cpu_sharing(1, 8);
-  EXPECT_FALSE(cpus_oversubscribed(4));
-  EXPECT_TRUE(cpus_oversubscribed(5));
+  EXPECT_FALSE(with_pool(4));
+  EXPECT_TRUE(with_pool(5));
   set_cpu_sharing(0, 0);
 }
 
