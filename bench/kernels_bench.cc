@@ -71,9 +71,11 @@ struct Weights {
   // Enough copies that one round over them exceeds a 32 MiB L3 by 4x, so the
   // decode figure measures DRAM rather than cache.
   std::vector<std::vector<uint8_t>> copies;
-  // The same copies in the x16 layout (Q4_0 / Q8_0 where the tile kernels
-  // exist: what a Transformer hands the tiled matmul); empty otherwise.
+  // The same copies in the x16 layout (Q4_0 / Q8_0 / Q4_K where the tile
+  // kernels exist) or as bf16 panels (BF16 where the table has
+  // tile_bf16_dp): what a Transformer hands the tiled matmul; empty otherwise.
   std::vector<std::vector<uint8_t>> x16;
+  WeightLayout layout = WeightLayout::kGguf;  // of the x16 copies
 };
 
 const Weights& weights(DType t) {
@@ -93,10 +95,18 @@ const Weights& weights(DType t) {
   const size_t target = size_t{128} << 20;
   const size_t n_copies = std::max<size_t>(1, (target + one.size() - 1) / one.size());
   for (size_t i = 0; i < n_copies; ++i) w.copies.push_back(one);
-  if (bench_kernels().gemm != nullptr && has_x16_layout(t)) {
+  const GemmKernels* g = bench_kernels().gemm;
+  if (g != nullptr && has_x16_layout(t)) {
     std::vector<uint8_t> packed(one.size());
     repack_rows_x16(t, one.data(), packed.data(), kRows, kCols);
     for (size_t i = 0; i < n_copies; ++i) w.x16.push_back(packed);
+    w.layout = WeightLayout::kX16;
+  } else if (g != nullptr && g->tile_bf16_dp != nullptr && t == DType::kBF16) {
+    std::vector<uint8_t> packed(one.size());
+    repack_rows_bf16_panel(reinterpret_cast<const uint16_t*>(one.data()), reinterpret_cast<uint16_t*>(packed.data()),
+                           kRows, kCols);
+    for (size_t i = 0; i < n_copies; ++i) w.x16.push_back(packed);
+    w.layout = WeightLayout::kBf16Panel;
   }
   return cache.emplace(t, std::move(w)).first->second;
 }
@@ -124,7 +134,7 @@ void run_matmul(benchmark::State& state, DType t, int64_t n_tokens, bool hot = f
     const bool x16 = tiled && !w.x16.empty();
     const auto& copies = x16 ? w.x16 : w.copies;
     const MatrixView view{t, copies[hot ? 0 : i++ % copies.size()].data(), kRows, kCols,
-                          x16 ? WeightLayout::kX16 : WeightLayout::kGguf};
+                          x16 ? w.layout : WeightLayout::kGguf};
     matmul(pool, table(tiled), view, x.data(), n_tokens, y.data(), scratch);
     benchmark::DoNotOptimize(y.data());
   }

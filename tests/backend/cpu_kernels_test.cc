@@ -351,6 +351,81 @@ TEST(CpuKernels, AttnQkF16MatchesDoublePrecision) {
   if (!any) GTEST_SKIP() << "no table on this CPU has attn_qk_f16";
 }
 
+// attn_pv_bf16 / attn_qk_bf16 (a bf16 KV cache) against double-precision
+// sums of the bf16 rows: the f16 kernels' shapes with bf16 widening (head
+// counts around the register blocks, hd around the vector steps and tails,
+// strided rows), scores past n untouched.
+TEST(CpuKernels, AttnBf16KernelsMatchDoublePrecision) {
+  bool any = false;
+  for (Isa isa : supported_isas()) {
+    const Kernels& k = kernels_for(isa);
+    if (k.attn_pv_bf16 == nullptr || k.attn_qk_bf16 == nullptr) continue;
+    any = true;
+    for (int heads : {1, 3, 4, 5, 8}) {
+      for (int64_t hd : {int64_t{1}, int64_t{16}, int64_t{40}, int64_t{64}, int64_t{130}, kAttnMaxHeadDim}) {
+        for (int n : {1, 7, kAttnKeys}) {
+          SCOPED_TRACE(isa_label(isa) + " heads=" + std::to_string(heads) + " hd=" + std::to_string(hd) +
+                       " n=" + std::to_string(n));
+          const int64_t row = 3 * hd + 5;  // elements between rows (other KV heads in between)
+          const auto seed = static_cast<uint32_t>(heads * 10000 + hd * 20 + n);
+          const std::vector<float> rf = random_floats(n * row, seed);
+          std::vector<uint16_t> rows(rf.size());  // [n, row] bf16
+          for (size_t i = 0; i < rf.size(); ++i) rows[i] = fp32_to_bf16(rf[i]);
+          auto at = [&](int j, int64_t i) {
+            return static_cast<double>(bf16_to_fp32(rows[static_cast<size_t>(j * row + i)]));
+          };
+          const auto row_bytes = row * static_cast<int64_t>(sizeof(uint16_t));
+          // Scores.
+          const int64_t s_stride = kAttnKeys + 3;
+          const std::vector<float> q = random_floats(heads * hd, seed + 1, 2.0f);
+          std::vector<float> s(static_cast<size_t>(heads * s_stride), -7.0f);
+          k.attn_qk_bf16(q.data(), heads, rows.data(), row_bytes, n, hd, s.data(), s_stride);
+          for (int g = 0; g < heads; ++g) {
+            for (int j = 0; j < s_stride; ++j) {
+              const float got = s[static_cast<size_t>(g * s_stride + j)];
+              if (j >= n) {
+                ASSERT_EQ(got, -7.0f) << "wrote past n: head " << g << " key " << j;
+                continue;
+              }
+              double dot = 0, mag = 0;
+              for (int64_t i = 0; i < hd; ++i) {
+                const double prod = q[static_cast<size_t>(g * hd + i)] * at(j, i);
+                dot += prod;
+                mag += std::fabs(prod);
+              }
+              ASSERT_NEAR(got, dot, 2e-6 * mag + 1e-30) << "head " << g << " key " << j;
+            }
+          }
+          // Values.
+          const int64_t p_stride = n + 3, out_stride = hd + 7;
+          std::vector<float> p = random_floats(heads * p_stride, seed + 2);
+          for (float& x : p) x = std::fabs(x);  // softmax weights
+          const std::vector<float> out0 = random_floats(heads * out_stride, seed + 3);
+          std::vector<float> out = out0;
+          k.attn_pv_bf16(p.data(), p_stride, heads, rows.data(), row_bytes, n, out.data(), out_stride, hd);
+          for (int g = 0; g < heads; ++g) {
+            for (int64_t i = 0; i < out_stride; ++i) {
+              const auto e = static_cast<size_t>(g * out_stride + i);
+              if (i >= hd) {
+                ASSERT_EQ(out[e], out0[e]) << "wrote past hd: head " << g;
+                continue;
+              }
+              double sum = out0[e], mag = std::fabs(out0[e]);
+              for (int j = 0; j < n; ++j) {
+                const double prod = p[static_cast<size_t>(g * p_stride + j)] * at(j, i);
+                sum += prod;
+                mag += std::fabs(prod);
+              }
+              ASSERT_NEAR(out[e], sum, 2e-6 * mag + 1e-30) << "head " << g << " element " << i;
+            }
+          }
+        }
+      }
+    }
+  }
+  if (!any) GTEST_SKIP() << "no table on this CPU has attn_pv_bf16";
+}
+
 TEST(CpuKernels, RmsNorm) {
   for (int64_t n : kFloatSizes) {
     const std::vector<float> x = random_floats(n, 21, 2.0f);

@@ -1,7 +1,8 @@
-// The AVX512-BF16 tile (gemm.h pack_bf16 / tile_bf16_dp) against its scalar
-// reference (gemm_bf16_ref.h) bit for bit, for every tile shape and the
-// decode form, and against the f32-activation product within the bf16
-// rounding of the activations. Skips on CPUs without avx512_bf16.
+// The AVX512-BF16 tile (gemm.h pack_bf16 / tile_bf16_dp) over bf16 panels
+// (weight_layout.h) against its scalar reference (gemm_bf16_ref.h) bit for
+// bit, for every tile shape and the decode form, and against the
+// f32-activation product within the bf16 rounding of the activations; the
+// panel repack against its inverse. Skips on CPUs without avx512_bf16.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/gemm_bf16_ref.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/weight_layout.h"
 #include "core/dtype.h"
 #include "test_util.h"
 
@@ -51,22 +53,46 @@ TEST(GemmBf16, PackMatchesReferenceRounding) {
   }
 }
 
+TEST(GemmBf16, PanelRepackIsALosslessPermutation) {
+  const int64_t rows = 48, cols = 70;
+  std::vector<uint16_t> w(static_cast<size_t>(rows * cols));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint16_t>(i * 7919u);
+  std::vector<uint16_t> panels(w.size()), back(w.size());
+  repack_rows_bf16_panel(w.data(), panels.data(), rows, cols);
+  // Row 17 = row 1 of panel 1; column 5 = the odd half of pair 2.
+  EXPECT_EQ(panels[static_cast<size_t>(16 * cols + 2 * 32 + 2 * 1 + 1)], w[static_cast<size_t>(17 * cols + 5)]);
+  unpack_rows_bf16_panel(panels.data(), back.data(), rows, cols);
+  EXPECT_EQ(back, w);
+  EXPECT_FALSE(fits_bf16_panels(32, 63));
+  EXPECT_TRUE(fits_bf16_panels(32, 64));
+  // A last panel of 7 rows: row 16 + 3, column 9 at pair 4 of 7 rows.
+  const int64_t odd_rows = 23;
+  std::vector<uint16_t> w2(static_cast<size_t>(odd_rows * cols)), p2(w2.size()), b2(w2.size());
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = static_cast<uint16_t>(i * 31u + 1u);
+  repack_rows_bf16_panel(w2.data(), p2.data(), odd_rows, cols);
+  EXPECT_EQ(p2[static_cast<size_t>(16 * cols + 4 * 14 + 2 * 3 + 1)], w2[static_cast<size_t>(19 * cols + 9)]);
+  unpack_rows_bf16_panel(p2.data(), b2.data(), odd_rows, cols);
+  EXPECT_EQ(b2, w2);
+}
+
 TEST(GemmBf16, TileMatchesReferenceBitsInEveryShape) {
   const GemmKernels* g = bf16_set();
   if (g == nullptr) GTEST_SKIP() << "no avx512_bf16 on this CPU";
-  const int max_r = g->float_rows, max_t = g->float_tokens;
-  const int64_t rows = 2 * max_r + 1, tokens = 2 * max_t + 1;
-  for (int64_t n : {1, 15, 32, 33, 100, 2048, 2080}) {
+  const int max_p = g->bf16_panels, max_t = g->bf16_tokens;
+  const int64_t panels = 2 * max_p + 1, rows = panels * kBf16PanelRows, tokens = 2 * max_t + 1;
+  for (int64_t n : {2, 16, 32, 34, 100, 2048, 2080}) {
     SCOPED_TRACE("n=" + std::to_string(n));
     const int64_t elems = packed_bf16_row_elems(n);
     std::vector<uint16_t> w(static_cast<size_t>(rows * n));  // [rows, n] bf16
     const std::vector<float> wf = random_floats(rows * n, static_cast<uint32_t>(n) + 7);
     for (size_t i = 0; i < w.size(); ++i) w[i] = fp32_to_bf16(wf[i]);
+    std::vector<uint16_t> wp(w.size());  // the same rows as bf16 panels
+    repack_rows_bf16_panel(w.data(), wp.data(), rows, n);
     const std::vector<float> x = random_floats(tokens * n, static_cast<uint32_t>(n) + 99, 2.0f);  // [tokens, n]
     std::vector<Vec32> xp(static_cast<size_t>(tokens * elems / 32));                              // [tokens, elems]
     for (int64_t t = 0; t < tokens; ++t) g->pack_bf16(x.data() + t * n, xp.data()->v + t * elems, n);
     const uint16_t* xq = xp.data()->v;
-    const auto ws = static_cast<int64_t>(n * sizeof(uint16_t));
+    const auto ps = static_cast<int64_t>(kBf16PanelRows * n * sizeof(uint16_t));  // bytes per panel
     const auto xs = static_cast<int64_t>(elems * sizeof(uint16_t));
     std::vector<float> want(static_cast<size_t>(tokens * rows));  // [tokens, rows]
     for (int64_t t = 0; t < tokens; ++t) {
@@ -85,26 +111,49 @@ TEST(GemmBf16, TileMatchesReferenceBitsInEveryShape) {
         ASSERT_NEAR(y, dot, 0x1p-8 * mag + 1e-30) << "r=" << r << " t=" << t;
       }
     }
-    for (int tr = 1; tr <= max_r; ++tr) {
+    for (int tp = 1; tp <= max_p; ++tp) {
       for (int tt = 1; tt <= max_t; ++tt) {
         std::vector<float> y(want.size(), std::nanf(""));
         for (int64_t t0 = 0; t0 < tokens; t0 += tt) {
-          for (int64_t r0 = 0; r0 < rows; r0 += tr) {
-            const int nr = static_cast<int>(std::min<int64_t>(tr, rows - r0));
+          for (int64_t p0 = 0; p0 < panels; p0 += tp) {
+            const int np = static_cast<int>(std::min<int64_t>(tp, panels - p0));
             const int nt = static_cast<int>(std::min<int64_t>(tt, tokens - t0));
-            g->tile_bf16_dp(w.data() + r0 * n, ws, nr, xq + t0 * elems, xs, nt, n, y.data() + t0 * rows + r0, rows);
+            g->tile_bf16_dp(wp.data() + p0 * kBf16PanelRows * n, ps, np, xq + t0 * elems, xs, nt, n,
+                            y.data() + t0 * rows + p0 * kBf16PanelRows, rows, kBf16PanelRows);
           }
         }
-        ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * sizeof(float))) << "tile " << tr << "x" << tt;
+        ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * sizeof(float))) << "tile " << tp << "x" << tt;
       }
     }
-    // Decode form (matmul's decode_streams): one token, rows two apart.
-    for (int tr = 2; tr <= max_r; ++tr) {
-      std::vector<float> out(static_cast<size_t>(tr));
-      g->tile_bf16_dp(w.data(), 2 * ws, tr, xq, xs, 1, n, out.data(), 1);
-      for (int s = 0; s < tr; ++s) {
-        ASSERT_EQ(0, std::memcmp(&out[static_cast<size_t>(s)], &want[static_cast<size_t>(2 * s)], sizeof(float)))
-            << "rows two apart, tile " << tr;
+    // A last panel of h < 16 rows (tile_bf16_dp_part), every token count.
+    for (int h : {1, 5, 15}) {
+      const int64_t part_rows = kBf16PanelRows + h;  // one full panel, then the partial one
+      std::vector<uint16_t> wpart(static_cast<size_t>(part_rows * n));
+      repack_rows_bf16_panel(w.data(), wpart.data(), part_rows, n);
+      for (int tt = 1; tt <= max_t; ++tt) {
+        std::vector<float> y(static_cast<size_t>(tt * kBf16PanelRows), std::nanf(""));  // [tt, 16]
+        g->tile_bf16_dp_part(wpart.data() + kBf16PanelRows * n, h, xq, xs, tt, n, y.data(), kBf16PanelRows);
+        for (int t = 0; t < tt; ++t) {
+          for (int j = 0; j < kBf16PanelRows; ++j) {
+            const float got = y[static_cast<size_t>(t * kBf16PanelRows + j)];
+            if (j >= h) {
+              ASSERT_TRUE(std::isnan(got)) << "wrote past the panel's rows: h=" << h << " row " << j;
+              continue;
+            }
+            const float ref = want[static_cast<size_t>(t * rows + kBf16PanelRows + j)];
+            ASSERT_EQ(0, std::memcmp(&got, &ref, sizeof(float))) << "h=" << h << " tokens=" << tt << " t=" << t;
+          }
+        }
+      }
+    }
+    // Decode form (matmul's panel streams): one token, panels two apart.
+    for (int tp = 2; tp <= max_p; ++tp) {
+      std::vector<float> out(static_cast<size_t>(tp * kBf16PanelRows));
+      g->tile_bf16_dp(wp.data(), 2 * ps, tp, xq, xs, 1, n, out.data(), 0, kBf16PanelRows);
+      for (int s = 0; s < tp; ++s) {
+        ASSERT_EQ(0, std::memcmp(&out[static_cast<size_t>(s * kBf16PanelRows)],
+                                 &want[static_cast<size_t>(2 * s * kBf16PanelRows)], kBf16PanelRows * sizeof(float)))
+            << "panels two apart, tile " << tp;
       }
     }
   }

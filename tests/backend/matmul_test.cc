@@ -65,7 +65,7 @@ TEST(Matmul, MatchesDoublePrecisionReference) {
     for (int64_t cols : {int64_t{64}, int64_t{96}, int64_t{33}, int64_t{256}}) {
       // K-quants need 256-element rows; the other types keep the small shapes.
       if (cols % dtype_block_elems(t) != 0 || (cols == 256 && !dtype_is_k_quant(t))) continue;
-      for (int64_t rows : {1, 7, 37, 50}) {
+      for (int64_t rows : {1, 7, 37, 48}) {
         const Matrix m = make_matrix(t, rows, cols, seed++);
         for (int64_t n_tokens : {1, 3, 17}) {
           const std::vector<float> x = random_floats(n_tokens * cols, seed++, 2.0f);  // [n_tokens, cols]
@@ -107,16 +107,21 @@ TEST(Matmul, MatchesDoublePrecisionReference) {
             for (const MatrixView& view : views) {
               for (const auto& pool_ptr : pools) {
                 ThreadPool& pool = *pool_ptr;
-                SCOPED_TRACE(std::string(dtype_name(t)) + " " + isa_label(isa) + " rows=" + std::to_string(rows) +
-                             " cols=" + std::to_string(cols) + " tokens=" + std::to_string(n_tokens) +
-                             " threads=" + std::to_string(pool.size()) +
-                             (view.layout == WeightLayout::kX16 ? " x16" : "") + (view.f32_activations ? " f32x" : ""));
+                SCOPED_TRACE(
+                    std::string(dtype_name(t)) + " " + isa_label(isa) + " rows=" + std::to_string(rows) +
+                    " cols=" + std::to_string(cols) + " tokens=" + std::to_string(n_tokens) +
+                    " threads=" + std::to_string(pool.size()) + (view.layout == WeightLayout::kX16 ? " x16" : "") +
+                    (view.layout == WeightLayout::kBf16Panel ? " panels" : "") + (view.f32_activations ? " f32x" : ""));
                 std::vector<uint8_t> scratch;
                 std::vector<float> y(expect.size(), NAN);  // [n_tokens, rows]
                 matmul(pool, kernels_for(isa), view, x.data(), n_tokens, y.data(), scratch);
                 const GemmKernels* g = kernels_for(isa).gemm;
-                const bool bf16x =
-                    t == DType::kBF16 && g != nullptr && g->tile_bf16_dp != nullptr && !view.f32_activations;
+                const bool bf16x = view.layout == WeightLayout::kBf16Panel;
+                // Where the table has the bf16 tile, prepare_matrix makes panels of what fits them.
+                if (t == DType::kBF16 && g != nullptr && g->tile_bf16_dp != nullptr && !view.f32_activations &&
+                    view.data != m.view.data) {
+                  ASSERT_EQ(bf16x, fits_bf16_panels(rows, cols));
+                }
                 const std::vector<double>& want = bf16x ? expect_bf16x : expect;
                 for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want[i], tol[i]) << "i=" << i;
               }
@@ -131,8 +136,10 @@ TEST(Matmul, MatchesDoublePrecisionReference) {
 // Row t of a batched call equals the single-token call bitwise, for every
 // thread count, including a matrix large enough to use several prefill tiles.
 TEST(Matmul, BatchAndThreadInvariant) {
-  const int64_t rows = 301, cols = 1024, n_tokens = 17;
+  const int64_t cols = 1024, n_tokens = 17;
   for (DType t : kTypes) {
+    // BF16: 19 bf16 panels where the table has tile_bf16_dp (rows % 16 == 0).
+    const int64_t rows = t == DType::kBF16 ? 304 : 301;
     const Matrix m = make_matrix(t, rows, cols, 7);
     const std::vector<float> x = random_floats(n_tokens * cols, 8);  // [n_tokens, cols]
     for (Isa isa : supported_isas()) {
@@ -172,8 +179,11 @@ TEST(Matmul, BatchAndThreadInvariant) {
 // and a mixed-dtype list (the per-matrix fallback).
 TEST(Matmul, MultiEqualsSeparateCalls) {
   const int64_t cols = 512;
-  for (DType t : {DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
-    const Matrix a = make_matrix(t, 200, cols, 21), b = make_matrix(t, 37, cols, 22), c = make_matrix(t, 64, cols, 23);
+  for (DType t : {DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
+    // BF16 rows in whole panels, so that all three stack as bf16 panels.
+    const bool panels = t == DType::kBF16;
+    const Matrix a = make_matrix(t, panels ? 208 : 200, cols, 21), b = make_matrix(t, panels ? 48 : 37, cols, 22),
+                 c = make_matrix(t, 64, cols, 23);
     const Matrix mixed = make_matrix(t == DType::kQ8_0 ? DType::kQ6_K : DType::kQ8_0, 48, cols, 24);
     for (Isa isa : supported_isas()) {
       for (int64_t n_tokens : {1, 9}) {

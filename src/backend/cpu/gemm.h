@@ -128,18 +128,27 @@ struct GemmKernels {
   void (*tile_bf16)(const uint16_t* w, int64_t w_stride, int rows, const float* x, int64_t x_stride, int tokens,
                     int64_t n, float* y, int64_t y_stride);
 
-  // BF16 weights against activations rounded to bf16 (AVX512-BF16, where
-  // CPUID reports it; null elsewhere, and matmul then takes tile_bf16):
-  // pack_bf16 rounds x[n] to nearest even into out[packed_bf16_row_elems(n)]
-  // (64-byte aligned) with subnormals flushed to zero (vcvtne2ps2bf16);
-  // tile_bf16_dp multiplies those rows (x_stride bytes apart) with vdpbf16ps,
-  // two products per lane and instruction (llama.cpp's BF16 path rounds the
-  // activations the same way). Each element equals dot_bf16_dp_ref
-  // (gemm_bf16_ref.h) bit for bit; shapes as tile_bf16, at most float_rows ×
-  // float_tokens.
+  // BF16 weights in the bf16 panel layout (weight_layout.h) against
+  // activations rounded to bf16 (AVX512-BF16, where CPUID reports it; null
+  // elsewhere: prepare_matrix then keeps BF16 rows in the GGUF layout and
+  // matmul takes tile_bf16). pack_bf16 rounds x[n] to nearest even into
+  // out[packed_bf16_row_elems(n)] (64-byte aligned) with subnormals flushed
+  // to zero (vcvtne2ps2bf16; llama.cpp's BF16 path rounds the activations
+  // the same way). tile_bf16_dp computes `panels` (1..bf16_panels) panels of
+  // 16 rows, panel_stride bytes apart (16 * n * 2 for adjacent panels), for
+  // `tokens` (1..bf16_tokens) packed rows x_stride bytes apart, with
+  // vdpbf16ps (two products per lane and instruction); n even. Row j of
+  // panel p, token t lands in y[t * y_stride + p * y_panel_stride + j]
+  // (floats). tile_bf16_dp_part computes a matrix's last panel when it
+  // holds rows < 16 rows (1..15), row j of token t into y[t * y_stride + j].
+  // Each element equals dot_bf16_dp_ref (gemm_bf16_ref.h) of the row in the
+  // GGUF layout, bit for bit, in every tile shape.
   void (*pack_bf16)(const float* x, uint16_t* out, int64_t n);
-  void (*tile_bf16_dp)(const uint16_t* w, int64_t w_stride, int rows, const uint16_t* x, int64_t x_stride, int tokens,
-                       int64_t n, float* y, int64_t y_stride);
+  void (*tile_bf16_dp)(const uint16_t* w, int64_t panel_stride, int panels, const uint16_t* x, int64_t x_stride,
+                       int tokens, int64_t n, float* y, int64_t y_stride, int64_t y_panel_stride);
+  void (*tile_bf16_dp_part)(const uint16_t* w, int rows, const uint16_t* x, int64_t x_stride, int tokens, int64_t n,
+                            float* y, int64_t y_stride);
+  int bf16_panels, bf16_tokens;
 
   // Prefill with F16 / BF16 weights through tile_f32 (null where the set
   // does not take this path): widen_f16 / widen_bf16 write w[n] as

@@ -474,6 +474,9 @@ const GemmKernels kGemmAvx512{
     .tile_bf16 = tile_bf16,
     .pack_bf16 = nullptr,
     .tile_bf16_dp = nullptr,
+    .tile_bf16_dp_part = nullptr,
+    .bf16_panels = 0,
+    .bf16_tokens = 0,
     .widen_f16 = nullptr,
     .widen_bf16 = nullptr,
 };
@@ -484,6 +487,9 @@ const GemmKernels kGemmAvx512Bf16 = [] {
   GemmKernels g = kGemmAvx512;
   g.pack_bf16 = pack_bf16_avx512;
   g.tile_bf16_dp = tile_bf16_dp_avx512;
+  g.tile_bf16_dp_part = tile_bf16_dp_part_avx512;
+  g.bf16_panels = kBf16DpPanels;
+  g.bf16_tokens = kBf16DpTokens;
   return g;
 }();
 

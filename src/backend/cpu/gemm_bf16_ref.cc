@@ -27,19 +27,13 @@ void pack_bf16_ref(const float* x, uint16_t* out, int64_t n) {
 }
 
 float dot_bf16_dp_ref(const uint16_t* w, const uint16_t* x, int64_t n) {
-  float lane[16] = {};
-  auto at = [&](const uint16_t* p, int64_t i) { return i < n ? flush(bf16_to_fp32(p[i])) : 0.0f; };
-  for (int64_t s = 0; s < n; s += 32) {
-    for (int j = 0; j < 16; ++j) {
-      const int64_t e = s + 2 * j;
-      lane[j] = flush(lane[j] + flush(at(w, e + 1) * at(x, e + 1)));
-      lane[j] = flush(lane[j] + flush(at(w, e) * at(x, e)));
-    }
+  auto at = [](const uint16_t* p, int64_t i) { return flush(bf16_to_fp32(p[i])); };
+  float acc = 0.0f;
+  for (int64_t e = 0; e + 1 < n; e += 2) {
+    acc = flush(acc + flush(at(w, e + 1) * at(x, e + 1)));
+    acc = flush(acc + flush(at(w, e) * at(x, e)));
   }
-  for (int half = 8; half >= 1; half /= 2) {
-    for (int j = 0; j < half; ++j) lane[j] += lane[j + half];
-  }
-  return lane[0];
+  return acc;
 }
 
 }  // namespace tessera::cpu

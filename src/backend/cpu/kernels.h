@@ -97,6 +97,14 @@ struct Kernels {
   // faster form: callers then use dot_rows_f16 / dot_f16 per head.
   void (*attn_qk_f16)(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
                       int64_t s_stride);
+  // attn_pv_f16 / attn_qk_f16 over bf16 rows (a bf16 KV cache): the same
+  // shapes, order and FMAs with each row element widened from bf16 (exact)
+  // instead of f16. Null where attn_pv_f16 / attn_qk_f16 are: callers then
+  // use add_value / dot_bf16 per position.
+  void (*attn_pv_bf16)(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n,
+                       float* out, int64_t out_stride, int64_t hd);
+  void (*attn_qk_bf16)(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
+                       int64_t s_stride);
   // KV rows of 8-bit values, each followed by its f32 scale (kv_buffer.h:
   // int8, or FP8 E4M3 as core/fp8.h decodes it), to f16 rows that
   // attn_qk_f16 / attn_pv_f16 read: for j < n, with row j at byte offset

@@ -275,7 +275,17 @@ void axpy_f16(float a, const uint16_t* v, float* y, int64_t n) {
 // Heads h0..h0+H-1 of attn_pv_f16 over elements [i0, i0 + 8 * C): H x C
 // accumulators stay in registers over all n positions; per element the same
 // FMA in the same order as axpy_f16's vector part.
-template <int H, int C>
+// Row element loads for the attention kernels: 8 converted lanes, and one element.
+struct F16Rows {
+  static __m256 load(const uint16_t* p) { return load_f16(p); }
+  static float value(uint16_t h) { return half_to_float(h); }
+};
+struct Bf16Rows {
+  static __m256 load(const uint16_t* p) { return load_bf16(p); }
+  static float value(uint16_t h) { return bf16_value(h); }
+};
+
+template <int H, int C, typename Rows>
 void attn_pv_chunk(const float* p, int64_t p_stride, const uint16_t* v, int64_t v_stride, int n, float* out,
                    int64_t out_stride, int64_t i0) {
   __m256 acc[H][C];
@@ -285,7 +295,7 @@ void attn_pv_chunk(const float* p, int64_t p_stride, const uint16_t* v, int64_t 
   const auto* vrow = reinterpret_cast<const char*>(v);
   for (int j = 0; j < n; ++j, vrow += v_stride) {
     __m256 vv[C];
-    for (int c = 0; c < C; ++c) vv[c] = load_f16(reinterpret_cast<const uint16_t*>(vrow) + i0 + 8 * c);
+    for (int c = 0; c < C; ++c) vv[c] = Rows::load(reinterpret_cast<const uint16_t*>(vrow) + i0 + 8 * c);
     for (int h = 0; h < H; ++h) {
       const __m256 ph = _mm256_set1_ps(p[h * p_stride + j]);
       for (int c = 0; c < C; ++c) acc[h][c] = _mm256_fmadd_ps(ph, vv[c], acc[h][c]);
@@ -298,13 +308,13 @@ void attn_pv_chunk(const float* p, int64_t p_stride, const uint16_t* v, int64_t 
   }
 }
 
-template <int H>
+template <int H, typename Rows>
 void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t v_stride, int n, float* out,
                    int64_t out_stride, int64_t hd) {
   const int64_t n8 = hd / 8 * 8;
   int64_t i = 0;
-  for (; i + 16 <= n8; i += 16) attn_pv_chunk<H, 2>(p, p_stride, v, v_stride, n, out, out_stride, i);
-  if (i < n8) attn_pv_chunk<H, 1>(p, p_stride, v, v_stride, n, out, out_stride, i);
+  for (; i + 16 <= n8; i += 16) attn_pv_chunk<H, 2, Rows>(p, p_stride, v, v_stride, n, out, out_stride, i);
+  if (i < n8) attn_pv_chunk<H, 1, Rows>(p, p_stride, v, v_stride, n, out, out_stride, i);
   // axpy_f16's scalar tail, the same expression per element and position.
   for (int h = 0; h < H; ++h) {
     float* y = out + h * out_stride;
@@ -312,26 +322,36 @@ void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t 
     for (int j = 0; j < n; ++j, vrow += v_stride) {
       const float a = p[h * p_stride + j];
       const auto* vj = reinterpret_cast<const uint16_t*>(vrow);
-      for (int64_t e = n8; e < hd; ++e) y[e] += a * half_to_float(vj[e]);
+      for (int64_t e = n8; e < hd; ++e) y[e] += a * Rows::value(vj[e]);
     }
+  }
+}
+
+template <typename Rows>
+void attn_pv_rows(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
+                  int64_t out_stride, int64_t hd) {
+  int h = 0;
+  for (; h + 4 <= heads; h += 4)
+    attn_pv_heads<4, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+  switch (heads - h) {
+    case 3:
+      return attn_pv_heads<3, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+    case 2:
+      return attn_pv_heads<2, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+    case 1:
+      return attn_pv_heads<1, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+    default:
+      return;
   }
 }
 
 void attn_pv_f16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
                  int64_t out_stride, int64_t hd) {
-  int h = 0;
-  for (; h + 4 <= heads; h += 4)
-    attn_pv_heads<4>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
-  switch (heads - h) {
-    case 3:
-      return attn_pv_heads<3>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
-    case 2:
-      return attn_pv_heads<2>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
-    case 1:
-      return attn_pv_heads<1>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
-    default:
-      return;
-  }
+  attn_pv_rows<F16Rows>(p, p_stride, heads, v, v_stride, n, out, out_stride, hd);
+}
+void attn_pv_bf16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
+                  int64_t out_stride, int64_t hd) {
+  attn_pv_rows<Bf16Rows>(p, p_stride, heads, v, v_stride, n, out, out_stride, hd);
 }
 
 // Lane j of the result = the sum of a[j]'s 8 lanes (a transposed hadd tree:
@@ -349,8 +369,9 @@ __m256i lane_mask(int64_t rem) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(r)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
-                 int64_t s_stride) {
+template <typename Rows>
+void attn_qk_rows(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
+                  int64_t s_stride) {
   // The n keys as f32, zero-padded to whole groups of 8 keys x a multiple of
   // 8 elements; q is read in place when hd is a multiple of 8, else copied
   // once per head into a zero-padded row. The same FMAs in the same order
@@ -367,8 +388,8 @@ void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride,
     }
     const auto* row = reinterpret_cast<const uint16_t*>(reinterpret_cast<const char*>(k) + j * k_stride);
     int64_t i = 0;
-    for (; i < n8; i += 8) _mm256_store_ps(kf[j] + i, load_f16(row + i));
-    for (; i < 8 * chunks; ++i) kf[j][i] = i < hd ? half_to_float(row[i]) : 0.0f;
+    for (; i < n8; i += 8) _mm256_store_ps(kf[j] + i, Rows::load(row + i));
+    for (; i < 8 * chunks; ++i) kf[j][i] = i < hd ? Rows::value(row[i]) : 0.0f;
   }
   for (int h = 0; h < heads; ++h) {
     const float* qh = q + h * hd;
@@ -393,6 +414,15 @@ void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride,
       }
     }
   }
+}
+
+void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
+                 int64_t s_stride) {
+  attn_qk_rows<F16Rows>(q, heads, k, k_stride, n, hd, s, s_stride);
+}
+void attn_qk_bf16(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
+                  int64_t s_stride) {
+  attn_qk_rows<Bf16Rows>(q, heads, k, k_stride, n, hd, s, s_stride);
 }
 
 void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
@@ -612,6 +642,8 @@ constexpr Kernels kAvx2Table{
     .axpy_f16 = axpy_f16,
     .attn_pv_f16 = attn_pv_f16,
     .attn_qk_f16 = attn_qk_f16,
+    .attn_pv_bf16 = attn_pv_bf16,
+    .attn_qk_bf16 = attn_qk_bf16,
     .kv_int8_to_f16 = kv_int8_to_f16,
     .kv_fp8_to_f16 = kv_fp8_to_f16,
     .scale = scale,

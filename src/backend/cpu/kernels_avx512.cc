@@ -333,7 +333,7 @@ void axpy_f16(float a, const uint16_t* v, float* y, int64_t n) {
 
 // Heads h0..h0+H-1 of attn_pv_f16, 64 elements (4 vectors) of hd at a time:
 // 4H accumulators stay in registers over all n positions.
-template <int H>
+template <int H, __m512 (*Load)(const uint16_t*, __mmask16)>
 void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t v_stride, int n, float* out,
                    int64_t out_stride, int64_t hd) {
   for (int64_t i0 = 0; i0 < hd; i0 += 64) {
@@ -346,7 +346,7 @@ void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t 
     const auto* vrow = reinterpret_cast<const char*>(v);
     for (int j = 0; j < n; ++j, vrow += v_stride) {
       __m512 vv[4];
-      for (int c = 0; c < 4; ++c) vv[c] = load_f16(reinterpret_cast<const uint16_t*>(vrow) + i0 + 16 * c, m[c]);
+      for (int c = 0; c < 4; ++c) vv[c] = Load(reinterpret_cast<const uint16_t*>(vrow) + i0 + 16 * c, m[c]);
       for (int h = 0; h < H; ++h) {
         const __m512 ph = _mm512_set1_ps(p[h * p_stride + j]);
         for (int c = 0; c < 4; ++c) acc[h][c] = _mm512_fmadd_ps(ph, vv[c], acc[h][c]);
@@ -360,21 +360,31 @@ void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t 
   }
 }
 
-void attn_pv_f16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
-                 int64_t out_stride, int64_t hd) {
+template <__m512 (*Load)(const uint16_t*, __mmask16)>
+void attn_pv_rows(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
+                  int64_t out_stride, int64_t hd) {
   int h = 0;
   for (; h + 4 <= heads; h += 4)
-    attn_pv_heads<4>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+    attn_pv_heads<4, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
   switch (heads - h) {
     case 3:
-      return attn_pv_heads<3>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+      return attn_pv_heads<3, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
     case 2:
-      return attn_pv_heads<2>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+      return attn_pv_heads<2, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
     case 1:
-      return attn_pv_heads<1>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+      return attn_pv_heads<1, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
     default:
       return;
   }
+}
+
+void attn_pv_f16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
+                 int64_t out_stride, int64_t hd) {
+  attn_pv_rows<load_f16>(p, p_stride, heads, v, v_stride, n, out, out_stride, hd);
+}
+void attn_pv_bf16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
+                  int64_t out_stride, int64_t hd) {
+  attn_pv_rows<load_bf16>(p, p_stride, heads, v, v_stride, n, out, out_stride, hd);
 }
 
 // Sums of 16 vectors, lane j of the result = the sum of a[j]'s 16 lanes: a
@@ -402,8 +412,9 @@ __m512 reduce16(const __m512 (&a)[16]) {
   return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15), e);
 }
 
-void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
-                 int64_t s_stride) {
+template <__m512 (*Load)(const uint16_t*, __mmask16)>
+void attn_qk_rows(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
+                  int64_t s_stride) {
   // The n keys as f32, zero-padded to 16 keys x a multiple of 16 elements.
   alignas(64) float kf[kAttnKeys][kAttnMaxHeadDim];
   const int64_t chunks = (hd + 15) / 16;
@@ -413,8 +424,7 @@ void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride,
       continue;
     }
     const auto* row = reinterpret_cast<const uint16_t*>(reinterpret_cast<const char*>(k) + j * k_stride);
-    for (int64_t c = 0; c < chunks; ++c)
-      _mm512_store_ps(kf[j] + 16 * c, load_f16(row + 16 * c, tail_mask(hd - 16 * c)));
+    for (int64_t c = 0; c < chunks; ++c) _mm512_store_ps(kf[j] + 16 * c, Load(row + 16 * c, tail_mask(hd - 16 * c)));
   }
   const auto keep = static_cast<__mmask16>((1u << n) - 1u);
   for (int h = 0; h < heads; ++h) {
@@ -428,6 +438,15 @@ void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride,
     }
     _mm512_mask_storeu_ps(s + h * s_stride, keep, reduce16(acc));
   }
+}
+
+void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
+                 int64_t s_stride) {
+  attn_qk_rows<load_f16>(q, heads, k, k_stride, n, hd, s, s_stride);
+}
+void attn_qk_bf16(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
+                  int64_t s_stride) {
+  attn_qk_rows<load_bf16>(q, heads, k, k_stride, n, hd, s, s_stride);
 }
 
 void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
@@ -621,6 +640,8 @@ const Kernels& avx512_kernels() {
       .axpy_f16 = axpy_f16,
       .attn_pv_f16 = attn_pv_f16,
       .attn_qk_f16 = attn_qk_f16,
+      .attn_pv_bf16 = attn_pv_bf16,
+      .attn_qk_bf16 = attn_qk_bf16,
       .kv_int8_to_f16 = kv_int8_to_f16,
       .kv_fp8_to_f16 = kv_fp8_to_f16,
       .scale = scale,

@@ -35,8 +35,13 @@ extern const GemmKernels kGemmAvxVnni;
 // that report avx512_bf16.
 extern const GemmKernels kGemmAvx512Bf16;
 void pack_bf16_avx512(const float* x, uint16_t* out, int64_t n);
-void tile_bf16_dp_avx512(const uint16_t* w, int64_t ws, int rows, const uint16_t* x, int64_t xs, int tokens, int64_t n,
-                         float* y, int64_t ys);
+void tile_bf16_dp_avx512(const uint16_t* w, int64_t panel_stride, int panels, const uint16_t* x, int64_t xs, int tokens,
+                         int64_t n, float* y, int64_t ys, int64_t yps);
+void tile_bf16_dp_part_avx512(const uint16_t* w, int rows, const uint16_t* x, int64_t xs, int tokens, int64_t n,
+                              float* y, int64_t ys);
+// tile_bf16_dp_avx512's largest tile: panels × tokens.
+inline constexpr int kBf16DpPanels = 4;
+inline constexpr int kBf16DpTokens = 6;
 // The Q8_K activation quantizer every table uses (kernels_quant_scalar.cc).
 void quantize_row_q8_k_scalar(const float* x, BlockQ8_K* y, int64_t n);
 

@@ -35,6 +35,7 @@ constexpr size_t kTileBytes = 192 * 1024;
 // Chunk boundaries between threads are multiples of this many rows, so two
 // threads never write the same cache line of y for decode.
 constexpr int64_t kRowGranule = 16;
+static_assert(kRowGranule % kBf16PanelRows == 0, "thread chunks of bf16 panels start on panel boundaries");
 
 // Decode (one token) streams every weight row once from DRAM. A chunk of
 // rows [r_begin, r_end) is cut into up to k.decode_streams equal
@@ -207,18 +208,71 @@ void widened_rows(const GemmKernels& g, void (*widen)(const uint16_t*, float*, i
   }
 }
 
+// BF16 rows [r_begin, r_end) (whole panels; r_end may be the end of a last
+// panel of fewer rows) of a matrix in the bf16 panel layout
+// (weight_layout.h) through tile_bf16_dp, x packed by pack_bf16. As in
+// tiled_rows: a step whose tokens fit one tile reads the full panels as up
+// to kMaxStreams sequential streams walked together (decode_streams), one
+// tile of panels a sub-range apart per call; larger steps take L2 chunks of
+// panels, tokens in groups of bf16_tokens, panels in groups of bf16_panels.
+// A last panel of h < 16 rows goes through tile_bf16_dp_part.
+void panel_rows(const GemmKernels& g, const uint8_t* w, int64_t cols, int64_t rows, const uint8_t* x,
+                size_t x_row_bytes, int64_t n_tokens, float* y, int64_t r_begin, int64_t r_end, int n_streams) {
+  const auto panel_bytes = static_cast<int64_t>(kBf16PanelRows * cols * sizeof(uint16_t));
+  auto panel = [&](int64_t p) { return reinterpret_cast<const uint16_t*>(w + p * panel_bytes); };
+  const auto xs = static_cast<int64_t>(x_row_bytes);
+  const int64_t p_begin = r_begin / kBf16PanelRows, p_end = r_end / kBf16PanelRows;  // full panels
+  if (const auto h = static_cast<int>(r_end - p_end * kBf16PanelRows); h > 0) {
+    for (int64_t t = 0; t < n_tokens; t += g.bf16_tokens) {
+      const int nt = static_cast<int>(std::min<int64_t>(g.bf16_tokens, n_tokens - t));
+      g.tile_bf16_dp_part(panel(p_end), h, reinterpret_cast<const uint16_t*>(x + static_cast<size_t>(t) * x_row_bytes),
+                          xs, nt, cols, y + t * rows + p_end * kBf16PanelRows, rows);
+    }
+  }
+  if (p_begin == p_end) return;
+  if (n_tokens <= g.bf16_tokens && n_streams > 1) {
+    const auto* xq = reinterpret_cast<const uint16_t*>(x);
+    const int nt = static_cast<int>(n_tokens);
+    const int64_t n = p_end - p_begin;
+    const auto streams = static_cast<int>(std::min<int64_t>({g.bf16_panels, n_streams, kMaxStreams, n}));
+    const int64_t len = n / streams;
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t p = p_begin + j;
+      g.tile_bf16_dp(panel(p), len * panel_bytes, streams, xq, xs, nt, cols, y + p * kBf16PanelRows, rows,
+                     len * kBf16PanelRows);
+    }
+    for (int64_t p = p_begin + streams * len; p < p_end; ++p) {
+      g.tile_bf16_dp(panel(p), panel_bytes, 1, xq, xs, nt, cols, y + p * kBf16PanelRows, rows, kBf16PanelRows);
+    }
+    return;
+  }
+  const int64_t chunk = std::max<int64_t>(g.bf16_panels, kTileBytes / panel_bytes / g.bf16_panels * g.bf16_panels);
+  for (int64_t c0 = p_begin; c0 < p_end; c0 += chunk) {
+    const int64_t c1 = std::min(p_end, c0 + chunk);
+    for (int64_t t = 0; t < n_tokens; t += g.bf16_tokens) {
+      const int nt = static_cast<int>(std::min<int64_t>(g.bf16_tokens, n_tokens - t));
+      const auto* xt = reinterpret_cast<const uint16_t*>(x + static_cast<size_t>(t) * x_row_bytes);
+      for (int64_t p = c0; p < c1; p += g.bf16_panels) {
+        const int np = static_cast<int>(std::min<int64_t>(g.bf16_panels, c1 - p));
+        g.tile_bf16_dp(panel(p), panel_bytes, np, xt, xs, nt, cols, y + t * rows + p * kBf16PanelRows, rows,
+                       kBf16PanelRows);
+      }
+    }
+  }
+}
+
 // Float and Q6_K weights in any layout where the set has their tile (Q6_K's
 // reads GGUF rows); Q8_0 / Q4_0 / Q4_K once prepare_matrix has put them in
 // the x16 layout (a kernel table without tile kernels reads GGUF rows).
 bool has_tile_kernel(const GemmKernels& g, const MatrixView& w) {
-  if (w.layout == WeightLayout::kX16) return true;
+  if (w.layout == WeightLayout::kX16 || w.layout == WeightLayout::kBf16Panel) return true;
   return (w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16 || w.dtype == DType::kQ6_K) &&
          has_tile(g, w.dtype);
 }
 
-// BF16 weights through the bf16-activation tile (gemm.h tile_bf16_dp).
-bool uses_bf16_activations(const Kernels& k, bool tiled, const MatrixView& w) {
-  return tiled && w.dtype == DType::kBF16 && !w.f32_activations && k.gemm->tile_bf16_dp != nullptr;
+// BF16 panels go through the bf16-activation tile (gemm.h tile_bf16_dp).
+bool uses_bf16_activations(bool tiled, const MatrixView& w) {
+  return tiled && w.layout == WeightLayout::kBf16Panel;
 }
 
 // Chunks per thread for dynamic scheduling (for_row_chunks).
@@ -282,11 +336,15 @@ Activations prepare_activations(ThreadPool& pool, const Kernels& k, DType w_dtyp
   if (bf16_activations) {
     // Rows rounded to bf16 for vdpbf16ps (gemm.h pack_bf16).
     const int64_t elems = packed_bf16_row_elems(cols);
-    const size_t row_bytes = static_cast<size_t>(elems) * sizeof(uint16_t);  // a multiple of 64
+    // A multiple of 64, plus one cache line: rows of 2048 columns would be
+    // 4 KiB apart, and a tile's 6 rows plus its 4 weight streams would all
+    // map to one 8-way L1 set.
+    const size_t row_bytes = static_cast<size_t>(elems) * sizeof(uint16_t) + 64;
+    const auto row_elems = static_cast<int64_t>(row_bytes / sizeof(uint16_t));
     auto* q = reinterpret_cast<uint16_t*>(aligned_scratch(scratch, row_bytes * static_cast<size_t>(n_tokens)));
-    // q: [n_tokens, elems]
+    // q: [n_tokens, row_elems], the first elems of each row packed
     for_tokens(pool, n_tokens, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) k.gemm->pack_bf16(x + t * cols, q + t * elems, cols);
+      for (int64_t t = t0; t < t1; ++t) k.gemm->pack_bf16(x + t * cols, q + t * row_elems, cols);
     });
     return {reinterpret_cast<const uint8_t*>(q), row_bytes};
   }
@@ -362,8 +420,7 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
         return;
       default:
         if (bf16x) {
-          tiled_rows<uint16_t, uint16_t>(g.tile_bf16_dp, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data,
-                                         x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
+          panel_rows(g, wb, cols, rows, x.data, x.row_bytes, n_tokens, y, r0, r1, k.decode_streams);
           return;
         }
         if (g.widen_bf16 != nullptr && n_tokens >= kWidenMinTokenGroups * g.float_tokens) {
@@ -444,10 +501,16 @@ void matmul_multi(ThreadPool& pool, const Kernels& k, std::span<const MatmulTarg
                   int64_t n_tokens, std::vector<uint8_t>& scratch) {
   if (n_tokens <= 0 || targets.empty()) return;
   const MatrixView& w0 = targets.front().w;
-  const bool shared = std::all_of(targets.begin(), targets.end(), [&](const MatmulTarget& t) {
-    return t.w.dtype == w0.dtype && t.w.cols == w0.cols && t.w.layout == w0.layout &&
-           t.w.f32_activations == w0.f32_activations;
-  });
+  // Stacked bf16 panels must start on panel boundaries (row chunks are cut
+  // in 16-row granules of the stack): only the last matrix may end in a
+  // partial panel.
+  const bool panel_aligned = std::all_of(targets.begin(), targets.end() - 1,
+                                         [](const MatmulTarget& t) { return t.w.rows % kBf16PanelRows == 0; });
+  const bool shared = (w0.layout != WeightLayout::kBf16Panel || panel_aligned) &&
+                      std::all_of(targets.begin(), targets.end(), [&](const MatmulTarget& t) {
+                        return t.w.dtype == w0.dtype && t.w.cols == w0.cols && t.w.layout == w0.layout &&
+                               t.w.f32_activations == w0.f32_activations;
+                      });
   if (!shared) {
     for (const MatmulTarget& t : targets)
       matmul_multi(pool, k, std::span<const MatmulTarget>(&t, 1), x, n_tokens, scratch);
@@ -455,9 +518,11 @@ void matmul_multi(ThreadPool& pool, const Kernels& k, std::span<const MatmulTarg
   }
   TESSERA_CHECK(w0.dtype != DType::kQ8_K);  // an activation format, never a weight
   TESSERA_CHECK(dtype_vec_dot_type(w0.dtype) == DType::kF32 || w0.cols % dtype_block_elems(w0.dtype) == 0);
-  TESSERA_CHECK(w0.layout == WeightLayout::kGguf || k.gemm != nullptr);  // x16 rows need the tile kernels
+  // x16 rows and bf16 panels need the tile kernels.
+  TESSERA_CHECK(w0.layout == WeightLayout::kGguf || k.gemm != nullptr);
+  TESSERA_CHECK(w0.layout != WeightLayout::kBf16Panel || k.gemm->tile_bf16_dp != nullptr);
   const bool tiled = k.gemm != nullptr && has_tile_kernel(*k.gemm, w0);
-  const bool bf16x = uses_bf16_activations(k, tiled, w0);
+  const bool bf16x = uses_bf16_activations(tiled, w0);
   const Activations act = prepare_activations(pool, k, w0.dtype, tiled, bf16x, x, n_tokens, w0.cols, scratch);
   int64_t total = 0;
   for (const MatmulTarget& t : targets) total += std::max<int64_t>(0, t.w.rows);

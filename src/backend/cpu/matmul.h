@@ -28,17 +28,17 @@ namespace tessera::cpu {
 
 // A weight matrix W[rows, cols] stored row-major (cols contiguous), each row
 // dtype_row_bytes(dtype, cols) bytes; not owned. Rows are in the GGUF block
-// layout, or in the x16 layout (weight_layout.h) that only a kernel table
-// with tile kernels (k.gemm) reads.
+// layout, or in the x16 or bf16 panel layouts (weight_layout.h) that only a
+// kernel table with tile kernels (k.gemm) reads.
 struct MatrixView {
   DType dtype;
   const void* data;
   int64_t rows;
   int64_t cols;
   WeightLayout layout = WeightLayout::kGguf;
-  // BF16 weights: multiply f32 activations even where the kernel table has
-  // the bf16-activation tile (gemm.h tile_bf16_dp); set for the output head
-  // (MatrixUse::kLogits).
+  // BF16 weights: keep f32 activations even where the kernel table has the
+  // bf16-activation tile (gemm.h tile_bf16_dp), so prepare_matrix leaves
+  // the rows in the GGUF layout; set for the output head (MatrixUse::kLogits).
   bool f32_activations = false;
 };
 
@@ -49,10 +49,11 @@ struct MatrixView {
 // dtype_vec_dot_type (Q8_0 for 32-element formats, Q8_K for K-quants; for
 // x16 weights Q8_0 packed sixteen blocks at a time, PackedQ8x16Group) into
 // `scratch` (grown as needed, never shrunk, so a caller can reuse one buffer
-// across calls). BF16 weights on a table with tile_bf16_dp (AVX512-BF16)
-// take x rounded to bf16 the same way (pack_bf16) unless w.f32_activations.
+// across calls). BF16 weights in the bf16 panel layout (prepare_matrix makes
+// it on tables with tile_bf16_dp, AVX512-BF16) take x rounded to bf16 the
+// same way (pack_bf16); BF16 rows in the GGUF layout take f32 x.
 // Q8_K is an activation format and not accepted as weights;
-// x16 weights need k.gemm (a programming error otherwise, checked).
+// x16 weights and bf16 panels need k.gemm (a programming error otherwise, checked).
 void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float* x, int64_t n_tokens, float* y,
             std::vector<uint8_t>& scratch);
 

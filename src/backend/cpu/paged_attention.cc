@@ -150,8 +150,12 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   using ToF16 = void (*)(const uint8_t*, int64_t, int, int64_t, uint16_t*, float*);
   const ToF16 to_f16 = t == KvDtype::kInt8 ? k.kv_int8_to_f16 : t == KvDtype::kFp8 ? k.kv_fp8_to_f16 : nullptr;
   const bool f16_rows = t == KvDtype::kF16 || to_f16 != nullptr;
-  const bool group_pv = f16_rows && k.attn_pv_f16 != nullptr;
-  const bool group_qk = f16_rows && k.attn_qk_f16 != nullptr && hd <= kAttnMaxHeadDim;
+  // The grouped kernels for the rows' 16-bit type (8-bit rows: f16 after to_f16).
+  const bool bf16_rows = t == KvDtype::kBF16;
+  const auto attn_pv = bf16_rows ? k.attn_pv_bf16 : f16_rows ? k.attn_pv_f16 : nullptr;
+  const auto attn_qk = bf16_rows ? k.attn_qk_bf16 : f16_rows ? k.attn_qk_f16 : nullptr;
+  const bool group_pv = attn_pv != nullptr;
+  const bool group_qk = attn_qk != nullptr && hd <= kAttnMaxHeadDim;
   if (to_f16 != nullptr) rows16.resize(static_cast<size_t>(bs) * hd);
   if (group_qk) {
     // Scores come out scaled (softmax scale folded into q once per item).
@@ -179,8 +183,8 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
         key_stride = hd * static_cast<int64_t>(sizeof(uint16_t));
       }
       for (int32_t j0 = 0; j0 < n; j0 += kAttnKeys) {
-        k.attn_qk_f16(q_scaled, group, reinterpret_cast<const uint16_t*>(keys + j0 * key_stride), key_stride,
-                      std::min(kAttnKeys, n - j0), hd, s + j0, bs);
+        attn_qk(q_scaled, group, reinterpret_cast<const uint16_t*>(keys + j0 * key_stride), key_stride,
+                std::min(kAttnKeys, n - j0), hd, s + j0, bs);
       }
       if (to_f16 != nullptr) {
         for (int32_t g = 0; g < group; ++g) {
@@ -223,7 +227,7 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
       // Every head of the group at once: the same FMAs per head as the
       // axpy_f16 loop above, each value row converted once.
       const auto* v0 = static_cast<const uint8_t*>(kv.v(layer, slot0)) + head_off;
-      k.attn_pv_f16(s, bs, group, reinterpret_cast<const uint16_t*>(v0), row_bytes, n, out, hd, hd);
+      attn_pv(s, bs, group, reinterpret_cast<const uint16_t*>(v0), row_bytes, n, out, hd, hd);
     } else if (group_pv) {
       // out += (p * scale_j) * value_j / unit: add_value's products.
       const auto* v0 = static_cast<const uint8_t*>(kv.v(layer, slot0)) + head_off;
@@ -231,7 +235,7 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
       for (int32_t g = 0; g < group; ++g) {
         for (int32_t j = 0; j < n; ++j) p_scaled[g * bs + j] = s[g * bs + j] * row_scale[j];
       }
-      k.attn_pv_f16(p_scaled, bs, group, rows16.data(), hd * static_cast<int64_t>(sizeof(uint16_t)), n, out, hd, hd);
+      attn_pv(p_scaled, bs, group, rows16.data(), hd * static_cast<int64_t>(sizeof(uint16_t)), n, out, hd, hd);
     }
   }
   if (m_out != nullptr) {

@@ -107,7 +107,35 @@ void convert_rows(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64
   }
 }
 
+void convert_rows_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t cols, bool to_panel) {
+  TESSERA_CHECK(fits_bf16_panels(rows, cols));
+  for (int64_t p0 = 0; p0 < rows; p0 += kBf16PanelRows) {
+    const int64_t h = std::min<int64_t>(kBf16PanelRows, rows - p0);  // this panel's rows
+    const uint16_t* in = src + p0 * cols;
+    uint16_t* out = dst + p0 * cols;
+    for (int64_t j = 0; j < h; ++j) {
+      for (int64_t c = 0; c < cols; ++c) {
+        const int64_t row_major = j * cols + c;
+        const int64_t paired = c / 2 * (2 * h) + 2 * j + c % 2;
+        if (to_panel) {
+          out[paired] = in[row_major];
+        } else {
+          out[row_major] = in[paired];
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void repack_rows_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t cols) {
+  convert_rows_bf16_panel(src, dst, rows, cols, true);
+}
+
+void unpack_rows_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t cols) {
+  convert_rows_bf16_panel(src, dst, rows, cols, false);
+}
 
 bool has_x16_layout(DType t) {
   return t == DType::kQ4_0 || t == DType::kQ8_0 || t == DType::kQ4_K;
@@ -127,13 +155,22 @@ MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& poo
   const size_t bytes = row_bytes * static_cast<size_t>(w.rows);
   const auto* src = static_cast<const uint8_t*>(w.data);
   const bool x16 = k.gemm != nullptr && has_x16_layout(w.dtype) && has_tile(*k.gemm, w.dtype);
+  const bool panels = k.gemm != nullptr && k.gemm->tile_bf16_dp != nullptr && w.dtype == DType::kBF16 &&
+                      !w.f32_activations && fits_bf16_panels(w.rows, w.cols);
   const bool is_float = w.dtype == DType::kF16 || w.dtype == DType::kBF16 || w.dtype == DType::kF32;
-  if (!x16 && !(is_float && MappedFile::contains(src, bytes))) return w;
+  if (!x16 && !panels && !(is_float && MappedFile::contains(src, bytes))) return w;
   const WeightCopy& copy = storage.emplace_back(bytes);
-  pool.parallel_for(w.rows, [&](int64_t r0, int64_t r1) {
+  // Whole panels per thread (the last panel may hold fewer rows).
+  const int64_t units = panels ? (w.rows + kBf16PanelRows - 1) / kBf16PanelRows : w.rows;
+  pool.parallel_for(units, [&](int64_t u0, int64_t u1) {
+    const int64_t r0 = panels ? u0 * kBf16PanelRows : u0;
+    const int64_t r1 = panels ? std::min(w.rows, u1 * kBf16PanelRows) : u1;
     const size_t off = static_cast<size_t>(r0) * row_bytes;
     if (x16) {
       repack_rows_x16(w.dtype, src + off, copy.data() + off, r1 - r0, w.cols);
+    } else if (panels) {
+      repack_rows_bf16_panel(reinterpret_cast<const uint16_t*>(src + off),
+                             reinterpret_cast<uint16_t*>(copy.data() + off), r1 - r0, w.cols);
     } else {
       std::memcpy(copy.data() + off, src + off, static_cast<size_t>(r1 - r0) * row_bytes);
     }
@@ -143,7 +180,7 @@ MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& poo
   MappedFile::release_pages(src, bytes);
   MatrixView out = w;
   out.data = copy.data();
-  out.layout = x16 ? WeightLayout::kX16 : WeightLayout::kGguf;
+  out.layout = x16 ? WeightLayout::kX16 : panels ? WeightLayout::kBf16Panel : WeightLayout::kGguf;
   return out;
 }
 

@@ -34,6 +34,20 @@
 //
 // A row's size in bytes does not change, so row ranges of a repacked matrix
 // are still rows (dtype_row_bytes).
+//
+//   bf16 panels (BF16 weights on AVX512-BF16, gemm.h tile_bf16_dp): rows in
+//   panels of kBf16PanelRows = 16 consecutive rows; a panel holds its 16
+//   rows' column pairs pair-major: element (row j, column c) of the panel
+//   is at bf16 index (c / 2) * 32 + 2 * j + c % 2. One 64-byte load is then
+//   column pair k of 16 rows, the operand vdpbf16ps multiplies with a
+//   broadcast activation pair: each lane accumulates its own row, so the
+//   tile needs no horizontal sums and reads one sequential stream per panel
+//   (the layout of the B panels in Goto & van de Geijn, TOMS 2008, and of
+//   oneDNN's "VNNI" bf16 weight formats; ours is this one). A matrix whose
+//   rows are not a multiple of 16 ends in a panel of h < 16 rows, laid out
+//   the same way with h in place of 16 (pair k of its rows at k * 2h). Only
+//   for matrices with an even number of columns; a panel is its rows' bytes,
+//   so ranges of whole panels are still row ranges.
 #pragma once
 
 #include <cstdint>
@@ -52,9 +66,24 @@ struct Kernels;
 struct MatrixView;
 
 enum class WeightLayout : uint8_t {
-  kGguf,  // as stored in GGUF files
-  kX16,   // the interleaved groups above (Q4_0, Q8_0, Q4_K only)
+  kGguf,       // as stored in GGUF files
+  kX16,        // the interleaved groups above (Q4_0, Q8_0, Q4_K only)
+  kBf16Panel,  // the bf16 panels above (BF16 only)
 };
+
+// Rows per bf16 panel.
+inline constexpr int kBf16PanelRows = 16;
+
+// Whether a BF16 matrix of rows × cols can take the bf16 panel layout.
+inline bool fits_bf16_panels(int64_t rows, int64_t cols) {
+  return rows > 0 && cols > 0 && cols % 2 == 0;
+}
+
+// Rewrites `rows` BF16 rows of `cols` elements from the GGUF layout (row-major)
+// to bf16 panels (repack) or back (unpack). src and dst hold rows * cols
+// bf16 each and must not overlap. Requires fits_bf16_panels(rows, cols).
+void repack_rows_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t cols);
+void unpack_rows_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t cols);
 
 // Blocks per interleaved group (Q4_0, Q8_0) and super-blocks per group (Q4_K).
 inline constexpr int kX16Blocks = 16;
@@ -83,6 +112,9 @@ using WeightStorage = std::vector<WeightCopy>;
 // - when k has a tile kernel for w's type (has_tile(*k.gemm, w.dtype)) and
 //   w is a Q4_0 / Q8_0 / Q4_K matrix in the GGUF layout, a copy in the x16
 //   layout, rows repacked in parallel on `pool`;
+// - a BF16 matrix whose products take bf16 activations (k has
+//   tile_bf16_dp, w is not f32_activations) and that fits_bf16_panels: a
+//   copy in the bf16 panel layout;
 // - an F16 / BF16 / F32 matrix that lies in a mapped model file, a plain
 //   copy in anonymous memory: the file's page-cache pages are 4 KiB, and
 //   decode streaming an F16 1.1B model from them ran at 0.6-0.8x the speed
