@@ -16,6 +16,7 @@ struct RandomModelOptions {
   std::string output;
   uint64_t seed = 1;
   int threads = 0;
+  int greedy_cycle = 0;
 };
 }  // namespace
 
@@ -27,12 +28,17 @@ Runner register_random_model(CLI::App& app) {
       ->check(CLI::IsMember(tools::quantize_type_names()));
   sub->add_option("-o,--output", o->output, "Output .gguf path")->required();
   sub->add_option("--seed", o->seed, "Random seed");
+  sub->add_option("--greedy-cycle", o->greedy_cycle,
+                  "Synthetic weights under which greedy decoding cycles with this period (a stand-in for a "
+                  "repetitive model, for `bench --spec`); 0: plain random weights")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("-t,--threads", o->threads, "Worker threads (default: physical cores)")->check(CLI::Range(1, 1024));
   return [o] {
-    const Status st = tools::write_random_model(o->preset, o->dtype, o->seed,
-                                                o->threads > 0 ? o->threads : physical_cores(), o->output);
+    const Status st = tools::write_random_model(
+        o->preset, o->dtype, o->seed, o->threads > 0 ? o->threads : physical_cores(), o->output, o->greedy_cycle);
     if (!st.ok()) return fail(st);
-    fmt::print(stderr, "wrote {} ({} {}, random weights, seed {})\n", o->output, o->preset, o->dtype, o->seed);
+    fmt::print(stderr, "wrote {} ({} {}, random weights, seed {}{})\n", o->output, o->preset, o->dtype, o->seed,
+               o->greedy_cycle > 0 ? fmt::format(", greedy cycle {}", o->greedy_cycle) : std::string());
     return 0;
   };
 }

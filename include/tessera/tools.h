@@ -58,8 +58,12 @@ std::vector<std::string> quantize_type_names();
 // ---- random-model: a random-weight GGUF in a real model's shape --------------
 // `shape`: one of random_model_shape_names() ("tinyllama-1.1b", ...);
 // `dtype`: one of quantize_type_names(). Same seed, same file.
+// `greedy_cycle` >= 1: weights under which greedy decoding cycles with that
+// period (a synthetic repetitive model for speculative-decoding benchmarks;
+// see RandomModelShape::greedy_cycle in src/model/random_model.h); 0: plain.
+// Errors: an unknown shape or type, a cycle longer than the vocabulary, an unwritable output.
 Status write_random_model(const std::string& shape, const std::string& dtype, uint64_t seed, int threads,
-                          const std::string& out_path);
+                          const std::string& out_path, int greedy_cycle = 0);
 std::vector<std::string> random_model_shape_names();
 
 // ---- inspect: what a model file holds ---------------------------------------

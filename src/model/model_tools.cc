@@ -67,9 +67,14 @@ std::vector<std::string> random_model_shape_names() {
 }
 
 Status write_random_model(const std::string& shape, const std::string& dtype, uint64_t seed, int threads,
-                          const std::string& out_path) {
-  const std::optional<RandomModelShape> s = random_model_preset(shape);
+                          const std::string& out_path, int greedy_cycle) {
+  std::optional<RandomModelShape> s = random_model_preset(shape);
   if (!s) return invalid_argument("unknown model shape '" + shape + "'");
+  if (greedy_cycle < 0 || greedy_cycle > s->n_vocab) {
+    return invalid_argument("greedy cycle " + std::to_string(greedy_cycle) + " is outside 0.." +
+                            std::to_string(s->n_vocab) + " (the vocabulary)");
+  }
+  s->greedy_cycle = greedy_cycle;
   const std::optional<QuantScheme> scheme = quant_scheme_from_name(dtype);
   if (!scheme) return invalid_argument("unknown weight type '" + dtype + "'");
   ThreadPool pool(std::max(1, threads));

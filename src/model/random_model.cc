@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 
 #include "core/quant_ref.h"
 #include "formats/gguf_writer.h"
@@ -26,14 +27,18 @@ struct Rng {
   }
 };
 
-std::vector<uint8_t> random_matrix(int64_t rows, int64_t cols, DType dtype, uint64_t seed, ThreadPool& pool) {
+// Row r of the matrix holds the random row source_row(r) of the stream
+// `seed` (the identity when source_row is null).
+std::vector<uint8_t> random_matrix(int64_t rows, int64_t cols, DType dtype, uint64_t seed, ThreadPool& pool,
+                                   const std::function<int64_t(int64_t)>& source_row = nullptr) {
   const size_t row_bytes = dtype_row_bytes(dtype, cols);
   std::vector<uint8_t> out(static_cast<size_t>(rows) * row_bytes);
   const float amp = 0.02f * std::sqrt(3.0f);  // uniform with std 0.02
   pool.parallel_for(rows, [&](int64_t b, int64_t e) {
     std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t r = b; r < e; ++r) {
-      Rng rng(seed ^ (static_cast<uint64_t>(r) << 20));
+      const int64_t src = source_row ? source_row(r) : r;
+      Rng rng(seed ^ (static_cast<uint64_t>(src) << 20));
       for (auto& v : row) v = rng.uniform() * amp;
       quantize_row(dtype, row.data(), out.data() + static_cast<size_t>(r) * row_bytes, cols);
     }
@@ -41,10 +46,10 @@ std::vector<uint8_t> random_matrix(int64_t rows, int64_t cols, DType dtype, uint
   return out;
 }
 
-std::vector<uint8_t> norm_vector(int64_t n, uint64_t seed) {
+std::vector<uint8_t> norm_vector(int64_t n, uint64_t seed, float scale = 1.0f) {
   std::vector<float> v(static_cast<size_t>(n));
   Rng rng(seed);
-  for (auto& x : v) x = 1.0f + 0.1f * rng.uniform();
+  for (auto& x : v) x = scale * (1.0f + 0.1f * rng.uniform());
   std::vector<uint8_t> bytes(v.size() * 4);
   std::memcpy(bytes.data(), v.data(), bytes.size());
   return bytes;
@@ -52,24 +57,39 @@ std::vector<uint8_t> norm_vector(int64_t n, uint64_t seed) {
 
 }  // namespace
 
+int32_t greedy_cycle_successor(int32_t token, int n, int n_vocab) {
+  constexpr int32_t kFirst = 3;  // <unk>, <s>, </s> map to themselves
+  if (n <= 1 || token < kFirst) return token;
+  const int32_t group = (token - kFirst) / n, pos = (token - kFirst) % n;
+  if (kFirst + static_cast<int64_t>(group + 1) * n > n_vocab) return token;  // the last partial group
+  return kFirst + group * n + (pos + 1) % n;
+}
+
 std::optional<RandomModelShape> random_model_preset(std::string_view name) {
-  if (name == "tinyllama-1.1b") return RandomModelShape{"tinyllama-1.1b", 32000, 2048, 22, 5632, 32, 4, 2048, 10000.0f, false};
-  if (name == "llama-3.2-1b") return RandomModelShape{"llama-3.2-1b", 128256, 2048, 16, 8192, 32, 8, 131072, 500000.0f, true};
+  if (name == "tinyllama-1.1b")
+    return RandomModelShape{"tinyllama-1.1b", 32000, 2048, 22, 5632, 32, 4, 2048, 10000.0f, false};
+  if (name == "llama-3.2-1b")
+    return RandomModelShape{"llama-3.2-1b", 128256, 2048, 16, 8192, 32, 8, 131072, 500000.0f, true};
   if (name == "tiny") return RandomModelShape{"tiny", 512, 64, 2, 128, 4, 2, 2048, 10000.0f, false};
   return std::nullopt;
 }
 
-std::vector<std::string> random_model_preset_names() { return {"tinyllama-1.1b", "llama-3.2-1b", "tiny"}; }
+std::vector<std::string> random_model_preset_names() {
+  return {"tinyllama-1.1b", "llama-3.2-1b", "tiny"};
+}
 
 namespace {
 
 Result<GgufWriter> build_writer(const RandomModelShape& s, const QuantScheme& scheme, uint64_t seed, ThreadPool& pool) {
-  if (s.n_embd % s.n_heads != 0 || s.n_heads % s.n_kv_heads != 0 || s.n_vocab < 259) {
+  if (s.n_embd % s.n_heads != 0 || s.n_heads % s.n_kv_heads != 0 || s.n_vocab < 259 || s.greedy_cycle < 0 ||
+      s.greedy_cycle > s.n_vocab) {
     return invalid_argument("shape '" + s.name + "' is inconsistent");
   }
   GgufWriter w;
   w.add_string("general.architecture", "llama");
-  w.add_string("general.name", "random " + s.name);
+  w.add_string(
+      "general.name",
+      "random " + s.name + (s.greedy_cycle > 0 ? " (greedy cycle " + std::to_string(s.greedy_cycle) + ")" : ""));
   w.add_uint32("llama.context_length", static_cast<uint32_t>(s.context_length));
   w.add_uint32("llama.embedding_length", static_cast<uint32_t>(s.n_embd));
   w.add_uint32("llama.block_count", static_cast<uint32_t>(s.n_layers));
@@ -111,17 +131,36 @@ Result<GgufWriter> build_writer(const RandomModelShape& s, const QuantScheme& sc
     const DType dtype = quant_fallback_type(quant_scheme_tensor_type(scheme, name, s.n_layers), cols);
     w.add_tensor(name, {cols, rows}, dtype, random_matrix(rows, cols, dtype, ++tensor_seed, pool));
   };
+  const uint64_t embd_seed = tensor_seed + 1;
   mat(gguf_tensor_name(TensorRole::kTokenEmbd), s.n_vocab, e);
   w.add_tensor(gguf_tensor_name(TensorRole::kOutputNorm), {e}, DType::kF32, norm_vector(e, ++tensor_seed));
-  if (!s.tied_output) mat(gguf_tensor_name(TensorRole::kOutput), s.n_vocab, e);
+  const bool cycle = s.greedy_cycle > 0;
+  if (cycle) {
+    // output.weight row succ(t) = token_embd row t: invert the successor map
+    // (a permutation) once, then draw each row from the embedding's stream.
+    std::vector<int64_t> pred(static_cast<size_t>(s.n_vocab));
+    for (int32_t t = 0; t < s.n_vocab; ++t)
+      pred[static_cast<size_t>(greedy_cycle_successor(t, s.greedy_cycle, s.n_vocab))] = t;
+    const std::string name = gguf_tensor_name(TensorRole::kOutput);
+    // The embedding's type, so the bytes of each pair of rows are the same.
+    const DType dtype =
+        quant_fallback_type(quant_scheme_tensor_type(scheme, gguf_tensor_name(TensorRole::kTokenEmbd), s.n_layers), e);
+    ++tensor_seed;  // the stream output.weight would have had
+    w.add_tensor(name, {e, s.n_vocab}, dtype, random_matrix(s.n_vocab, e, dtype, embd_seed, pool, [&pred](int64_t r) {
+                   return pred[static_cast<size_t>(r)];
+                 }));
+  } else if (!s.tied_output) {
+    mat(gguf_tensor_name(TensorRole::kOutput), s.n_vocab, e);
+  }
+  const float block_norm_scale = cycle ? 1e-3f : 1.0f;
   for (int l = 0; l < s.n_layers; ++l) {
     auto name = [l](TensorRole role) { return gguf_tensor_name(role, l); };
-    w.add_tensor(name(TensorRole::kAttnNorm), {e}, DType::kF32, norm_vector(e, ++tensor_seed));
+    w.add_tensor(name(TensorRole::kAttnNorm), {e}, DType::kF32, norm_vector(e, ++tensor_seed, block_norm_scale));
     mat(name(TensorRole::kAttnQ), e, e);
     mat(name(TensorRole::kAttnK), kv, e);
     mat(name(TensorRole::kAttnV), kv, e);
     mat(name(TensorRole::kAttnOutput), e, e);
-    w.add_tensor(name(TensorRole::kFfnNorm), {e}, DType::kF32, norm_vector(e, ++tensor_seed));
+    w.add_tensor(name(TensorRole::kFfnNorm), {e}, DType::kF32, norm_vector(e, ++tensor_seed, block_norm_scale));
     mat(name(TensorRole::kFfnGate), s.n_ff, e);
     mat(name(TensorRole::kFfnUp), s.n_ff, e);
     mat(name(TensorRole::kFfnDown), e, s.n_ff);
@@ -131,8 +170,8 @@ Result<GgufWriter> build_writer(const RandomModelShape& s, const QuantScheme& sc
 
 }  // namespace
 
-Result<std::vector<uint8_t>> random_model_gguf(const RandomModelShape& shape, const QuantScheme& scheme,
-                                               uint64_t seed, ThreadPool& pool) {
+Result<std::vector<uint8_t>> random_model_gguf(const RandomModelShape& shape, const QuantScheme& scheme, uint64_t seed,
+                                               ThreadPool& pool) {
   TESSERA_ASSIGN_OR_RETURN(GgufWriter w, build_writer(shape, scheme, seed, pool));
   return w.to_bytes();
 }
