@@ -28,6 +28,12 @@ using first_arg_t = typename DotArgs<F>::First;
 template <typename F>
 using second_arg_t = typename DotArgs<F>::Second;
 
+// p advanced by `bytes` (activation rows are byte strides apart).
+template <typename T>
+const T* advance_bytes(const T* p, int64_t bytes) {
+  return reinterpret_cast<const T*>(reinterpret_cast<const uint8_t*>(p) + bytes);
+}
+
 // Weight rows per prefill tile: small enough that the tile stays in L2
 // (1 MiB per core on Zen 4, 256 KiB on older parts) while every token's
 // activation row streams past it.
@@ -57,11 +63,16 @@ constexpr int64_t kMinStreamRows = 16;  // shorter sub-ranges are not worth a st
 // adjacent rows, Q8_0 0.40-0.45 / 0.60-0.65, F16 0.62-0.66 / 0.90-1.02).
 constexpr int64_t kMaxStreamTokens = 8;  // bounds the per-step output buffer
 
-// y[t, r] for r in [r_begin, r_end) and n_tokens <= kMaxStreamTokens tokens
-// (at most what one tile call takes), x[t] x_row_bytes apart.
+// y[t, r] for r in [r_begin, r_end) and n_tokens <= kMaxStreamTokens tokens,
+// x[t] x_row_bytes apart. More tokens than one tile call takes (max_tokens)
+// go through it in groups on the same weight rows, which the first group has
+// just brought into L1: a 5-token step (a verification of 4 proposals) reads
+// the weights once, as the streams, where the L2-chunked path read them as
+// adjacent rows at about half the bandwidth (kernels_bench BM_FewRows).
 template <typename WT, typename XT, typename TileFn>
-void decode_streams(TileFn tile, int max_rows, const uint8_t* w, size_t w_row_bytes, const XT* x, size_t x_row_bytes,
-                    int64_t cols, int64_t rows, int n_tokens, float* y, int64_t r_begin, int64_t r_end, int n_streams) {
+void decode_streams(TileFn tile, int max_rows, int max_tokens, const uint8_t* w, size_t w_row_bytes, const XT* x,
+                    size_t x_row_bytes, int64_t cols, int64_t rows, int n_tokens, float* y, int64_t r_begin,
+                    int64_t r_end, int n_streams) {
   auto row = [&](int64_t r) { return reinterpret_cast<const WT*>(w + static_cast<size_t>(r) * w_row_bytes); };
   const auto ws = static_cast<int64_t>(w_row_bytes);
   const auto xs = static_cast<int64_t>(x_row_bytes);
@@ -72,7 +83,11 @@ void decode_streams(TileFn tile, int max_rows, const uint8_t* w, size_t w_row_by
     const int64_t len = n / streams;
     float out[kMaxStreamTokens * kMaxStreams];  // [token][stream]
     for (int64_t j = 0; j < len; ++j) {
-      tile(row(r_begin + j), len * ws, streams, x, xs, n_tokens, cols, out, kMaxStreams);
+      for (int t0 = 0; t0 < n_tokens; t0 += max_tokens) {
+        const int nt = std::min(max_tokens, n_tokens - t0);
+        tile(row(r_begin + j), len * ws, streams, advance_bytes(x, t0 * xs), xs, nt, cols, out + t0 * kMaxStreams,
+             kMaxStreams);
+      }
       for (int t = 0; t < n_tokens; ++t) {
         for (int s = 0; s < streams; ++s) y[t * rows + r_begin + s * len + j] = out[t * kMaxStreams + s];
       }
@@ -80,7 +95,12 @@ void decode_streams(TileFn tile, int max_rows, const uint8_t* w, size_t w_row_by
     r = r_begin + streams * len;
   }
   // The rest (or all, for short ranges) one row after another.
-  for (; r < r_end; ++r) tile(row(r), ws, 1, x, xs, n_tokens, cols, y + r, rows);
+  for (; r < r_end; ++r) {
+    for (int t0 = 0; t0 < n_tokens; t0 += max_tokens) {
+      tile(row(r), ws, 1, advance_bytes(x, t0 * xs), xs, std::min(max_tokens, n_tokens - t0), cols, y + t0 * rows + r,
+           rows);
+    }
+  }
 }
 
 // Computes y[t, r] for r in [r_begin, r_end) and all tokens, tile by tile;
@@ -104,8 +124,8 @@ void compute_rows(float (*dot)(const WT*, const XT*, int64_t),
         out[r] = dot(reinterpret_cast<const WT*>(reinterpret_cast<const uint8_t*>(wr) + r * ws), xt, n);
       }
     };
-    decode_streams<WT>(rows_fn, kDotRows, w, w_row_bytes, reinterpret_cast<const XT*>(x), x_row_bytes, cols, rows, 1, y,
-                       r_begin, r_end, n_streams);
+    decode_streams<WT>(rows_fn, kDotRows, 1, w, w_row_bytes, reinterpret_cast<const XT*>(x), x_row_bytes, cols, rows, 1,
+                       y, r_begin, r_end, n_streams);
     return;
   }
   const int64_t tile =
@@ -142,9 +162,9 @@ template <typename WT, typename XT, typename TileFn>
 void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, const uint8_t* w, size_t w_row_bytes, const uint8_t* x,
                 size_t x_row_bytes, int64_t cols, int64_t rows, int64_t n_tokens, float* y, int64_t r_begin,
                 int64_t r_end, int n_streams) {
-  if (n_tokens <= std::min<int64_t>(tile_tokens, kMaxStreamTokens) && n_streams > 1) {
-    decode_streams<WT>(tile, tile_rows, w, w_row_bytes, reinterpret_cast<const XT*>(x), x_row_bytes, cols, rows,
-                       static_cast<int>(n_tokens), y, r_begin, r_end, n_streams);
+  if (n_tokens <= kMaxStreamTokens && n_streams > 1) {
+    decode_streams<WT>(tile, tile_rows, tile_tokens, w, w_row_bytes, reinterpret_cast<const XT*>(x), x_row_bytes, cols,
+                       rows, static_cast<int>(n_tokens), y, r_begin, r_end, n_streams);
     return;
   }
   // decode_streams == 1 keeps the previous decode exactly: quantized
