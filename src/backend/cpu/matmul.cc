@@ -158,11 +158,18 @@ uint8_t* aligned_scratch(std::vector<uint8_t>& scratch, size_t bytes) {
 // chunks per thread, inside a chunk tokens in
 // groups of `tile_tokens` and rows in groups of `tile_rows`, each
 // (rows × tokens) tile one kernel call over the whole reduction.
-template <typename WT, typename XT, typename TileFn>
+// kGroupedStreams: steps of more tokens than one tile call takes (up to
+// kMaxStreamTokens) also go through decode_streams, in token groups. On the
+// Zen 5 VM that pays for Q4_0 / Q8_0 / F16 (5 and 8 rows: 0.77-0.90x the
+// L2-chunked time) but not for Q4_K (1.03-1.06x), whose 256-wide super-block
+// tile is compute-heavier per byte; the K-quants keep the L2-chunked path.
+template <typename WT, typename XT, bool kGroupedStreams = true, typename TileFn>
 void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, const uint8_t* w, size_t w_row_bytes, const uint8_t* x,
                 size_t x_row_bytes, int64_t cols, int64_t rows, int64_t n_tokens, float* y, int64_t r_begin,
                 int64_t r_end, int n_streams) {
-  if (n_tokens <= kMaxStreamTokens && n_streams > 1) {
+  const int64_t max_stream_tokens =
+      kGroupedStreams ? kMaxStreamTokens : std::min<int64_t>(tile_tokens, kMaxStreamTokens);
+  if (n_tokens <= max_stream_tokens && n_streams > 1) {
     decode_streams<WT>(tile, tile_rows, tile_tokens, w, w_row_bytes, reinterpret_cast<const XT*>(x), x_row_bytes, cols,
                        rows, static_cast<int>(n_tokens), y, r_begin, r_end, n_streams);
     return;
@@ -417,14 +424,14 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
                                               k.decode_streams);
         return;
       case DType::kQ4_K:
-        tiled_rows<uint8_t, PackedQ8KGroup>(g.tile_q4_k, n_tokens == 1 ? g.quant_rows : g.q4_k_rows, g.q4_k_tokens, wb,
-                                            w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1,
-                                            k.decode_streams);
+        tiled_rows<uint8_t, PackedQ8KGroup, false>(g.tile_q4_k, n_tokens == 1 ? g.quant_rows : g.q4_k_rows,
+                                                   g.q4_k_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols, rows,
+                                                   n_tokens, y, r0, r1, k.decode_streams);
         return;
       case DType::kQ6_K:
-        tiled_rows<uint8_t, BlockQ8_K>(g.tile_q6_k, n_tokens == 1 ? g.quant_rows : g.q6_k_rows, g.q6_k_tokens, wb,
-                                       w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1,
-                                       k.decode_streams);
+        tiled_rows<uint8_t, BlockQ8_K, false>(g.tile_q6_k, n_tokens == 1 ? g.quant_rows : g.q6_k_rows, g.q6_k_tokens,
+                                              wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1,
+                                              k.decode_streams);
         return;
       case DType::kF32:
         tiled_rows<float, float>(g.tile_f32, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols,
