@@ -158,7 +158,7 @@ TEST(Matmul, BatchAndThreadInvariant) {
         SCOPED_TRACE(std::string(dtype_name(t)) + " " + isa_label(isa) + " threads=" + std::to_string(threads));
         ThreadPool pool(threads);
         std::vector<uint8_t> scratch;
-        // A few tokens take the decode streams (stream_rows in matmul.cc),
+        // A few tokens take the decode streams (decode_streams in matmul.cc),
         // more the L2-sized row chunks: both give the one-token bits.
         for (int64_t n : {int64_t{2}, int64_t{3}, int64_t{5}, int64_t{8}, n_tokens}) {
           SCOPED_TRACE("tokens=" + std::to_string(n));

@@ -66,9 +66,9 @@ constexpr int64_t kMaxStreamTokens = 8;  // bounds the per-step output buffer
 // y[t, r] for r in [r_begin, r_end) and n_tokens <= kMaxStreamTokens tokens,
 // x[t] x_row_bytes apart. More tokens than one tile call takes (max_tokens)
 // go through it in groups on the same weight rows, which the first group has
-// just brought into L1: a 5-token step (a verification of 4 proposals) reads
-// the weights once, as the streams, where the L2-chunked path read them as
-// adjacent rows at about half the bandwidth (kernels_bench BM_FewRows).
+// just brought into L1, so a 5-token step (a verification of 4 proposals)
+// reads the weights once, as streams (kernels_bench BM_FewRows Q4_0, 5 rows:
+// 0.77x the time of the L2-chunked tiles of adjacent rows).
 template <typename WT, typename XT, typename TileFn>
 void decode_streams(TileFn tile, int max_rows, int max_tokens, const uint8_t* w, size_t w_row_bytes, const XT* x,
                     size_t x_row_bytes, int64_t cols, int64_t rows, int n_tokens, float* y, int64_t r_begin,
@@ -76,6 +76,12 @@ void decode_streams(TileFn tile, int max_rows, int max_tokens, const uint8_t* w,
   auto row = [&](int64_t r) { return reinterpret_cast<const WT*>(w + static_cast<size_t>(r) * w_row_bytes); };
   const auto ws = static_cast<int64_t>(w_row_bytes);
   const auto xs = static_cast<int64_t>(x_row_bytes);
+  // `nr` rows `stride` bytes apart from `wr`, all tokens: out[t * ld + i].
+  auto tile_all_tokens = [&](const WT* wr, int64_t stride, int nr, float* out, int64_t ld) {
+    for (int t0 = 0; t0 < n_tokens; t0 += max_tokens) {
+      tile(wr, stride, nr, advance_bytes(x, t0 * xs), xs, std::min(max_tokens, n_tokens - t0), cols, out + t0 * ld, ld);
+    }
+  };
   const int64_t n = r_end - r_begin;
   const auto streams = static_cast<int>(std::min<int64_t>({max_rows, n_streams, kMaxStreams, n / kMinStreamRows}));
   int64_t r = r_begin;
@@ -83,11 +89,7 @@ void decode_streams(TileFn tile, int max_rows, int max_tokens, const uint8_t* w,
     const int64_t len = n / streams;
     float out[kMaxStreamTokens * kMaxStreams];  // [token][stream]
     for (int64_t j = 0; j < len; ++j) {
-      for (int t0 = 0; t0 < n_tokens; t0 += max_tokens) {
-        const int nt = std::min(max_tokens, n_tokens - t0);
-        tile(row(r_begin + j), len * ws, streams, advance_bytes(x, t0 * xs), xs, nt, cols, out + t0 * kMaxStreams,
-             kMaxStreams);
-      }
+      tile_all_tokens(row(r_begin + j), len * ws, streams, out, kMaxStreams);
       for (int t = 0; t < n_tokens; ++t) {
         for (int s = 0; s < streams; ++s) y[t * rows + r_begin + s * len + j] = out[t * kMaxStreams + s];
       }
@@ -95,12 +97,7 @@ void decode_streams(TileFn tile, int max_rows, int max_tokens, const uint8_t* w,
     r = r_begin + streams * len;
   }
   // The rest (or all, for short ranges) one row after another.
-  for (; r < r_end; ++r) {
-    for (int t0 = 0; t0 < n_tokens; t0 += max_tokens) {
-      tile(row(r), ws, 1, advance_bytes(x, t0 * xs), xs, std::min(max_tokens, n_tokens - t0), cols, y + t0 * rows + r,
-           rows);
-    }
-  }
+  for (; r < r_end; ++r) tile_all_tokens(row(r), ws, 1, y + r, rows);
 }
 
 // Computes y[t, r] for r in [r_begin, r_end) and all tokens, tile by tile;
@@ -121,7 +118,7 @@ void compute_rows(float (*dot)(const WT*, const XT*, int64_t),
         return;
       }
       for (int r = 0; r < nr; ++r) {
-        out[r] = dot(reinterpret_cast<const WT*>(reinterpret_cast<const uint8_t*>(wr) + r * ws), xt, n);
+        out[r] = dot(advance_bytes(wr, r * ws), xt, n);
       }
     };
     decode_streams<WT>(rows_fn, kDotRows, 1, w, w_row_bytes, reinterpret_cast<const XT*>(x), x_row_bytes, cols, rows, 1,
@@ -160,9 +157,10 @@ uint8_t* aligned_scratch(std::vector<uint8_t>& scratch, size_t bytes) {
 // (rows × tokens) tile one kernel call over the whole reduction.
 // kGroupedStreams: steps of more tokens than one tile call takes (up to
 // kMaxStreamTokens) also go through decode_streams, in token groups. On the
-// Zen 5 VM that pays for Q4_0 / Q8_0 / F16 (5 and 8 rows: 0.77-0.90x the
-// L2-chunked time) but not for Q4_K (1.03-1.06x), whose 256-wide super-block
-// tile is compute-heavier per byte; the K-quants keep the L2-chunked path.
+// Zen 5 VM (BM_FewRows, 2 threads, medians of alternated builds) that took
+// Q4_0 0.77x / 0.81x the L2-chunked time at 5 / 8 rows, Q8_0 0.89x / 0.90x,
+// F16 0.95x at 8 rows, but Q4_K 1.06x / 1.03x; the K-quants (Q6_K by analogy,
+// not measured) keep the L2-chunked path.
 template <typename WT, typename XT, bool kGroupedStreams = true, typename TileFn>
 void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, const uint8_t* w, size_t w_row_bytes, const uint8_t* x,
                 size_t x_row_bytes, int64_t cols, int64_t rows, int64_t n_tokens, float* y, int64_t r_begin,
