@@ -26,6 +26,10 @@ namespace {
 
 constexpr int kQuantRows = 4;
 constexpr int kQuantTokens = 4;
+// Q6_K prefill: R x T lane sums (zmm), R unpacked halves (4 zmm each) and
+// R x T 8-lane accumulators fit the 32 registers at 2 x 4.
+constexpr int kQ6KRows = 2;
+constexpr int kQ6KTokens = 4;
 constexpr int kFloatRows = 4;
 constexpr int kFloatTokens = 6;
 
@@ -290,6 +294,77 @@ struct Q4KRows {
   }
 };
 
+// ---- Q6_K (GGUF layout, plain Q8_K activations) -----------------------------
+
+#include "backend/cpu/q6_k_avx512.inc"
+
+// dot_q6_k's last step on this ISA (kernels_quant_simd.inc hsum_ps): the
+// 8 lanes in the order (i + 4), then (i + 2), then (i + 1).
+float hsum8_ps(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Per element and super-block, the exact integer lane sums of this ISA's
+// QuantKernels::dot_q6_k (q6_k_avx512.inc), each half of a weight
+// super-block unpacked once for the tile's T tokens and each activation
+// vector shared by its R rows; then q6_k_step's float steps (one convert
+// and one FMA with f16(d_w) * d_x per super-block into an 8-lane
+// accumulator) and hsum_ps's reduction. So every tile shape gives
+// dot_q6_k's bits (Gemm.Q6KTileMatchesDotProduct), as on AVX2.
+template <int R, int T>
+void tile_q6_k_rt(const uint8_t* w, int64_t w_stride, const BlockQ8_K* x, int64_t x_stride, int64_t n, float* y,
+                  int64_t y_stride) {
+  const BlockQ6_K* wr[R];
+  const BlockQ8_K* xt[T];
+  for (int r = 0; r < R; ++r) wr[r] = advance(reinterpret_cast<const BlockQ6_K*>(w), r * w_stride);
+  for (int t = 0; t < T; ++t) xt[t] = advance(x, t * x_stride);
+  __m256 acc[R][T];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  const int64_t nb = n / kSuperBlockElems;
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i scw[R];
+    __m512i s[R][T];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      scw[r] = q6_k_scale_words(wr[r][b]);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) s[r][t] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      Q6KHalf q[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) q[r] = q6_k_half(wr[r][b], scw[r], h);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) s[r][t] = q6_k_half_dot(q[r], xt[t][b].qs + 128 * h, s[r][t]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const float d_w = _cvtsh_ss(wr[r][b].d);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q6_k_block_sums(s[r][t], scw[r], xt[t][b])),
+                                    _mm256_set1_ps(d_w * xt[t][b].d), acc[r][t]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) y[t * y_stride + r] = hsum8_ps(acc[r][t]);
+  }
+}
+
 // ---- float weights --------------------------------------------------------
 
 __m512 load_w(const float* p, __mmask16 m) {
@@ -366,6 +441,7 @@ void tile_float(const WT* w, int64_t w_stride, const float* x, int64_t x_stride,
 
 using QuantFn = void (*)(const uint8_t*, int64_t, const PackedQ8x16Group*, int64_t, int64_t, float*, int64_t);
 using QuantKFn = void (*)(const uint8_t*, int64_t, const PackedQ8KGroup*, int64_t, int64_t, float*, int64_t);
+using QuantQ6KFn = void (*)(const uint8_t*, int64_t, const BlockQ8_K*, int64_t, int64_t, float*, int64_t);
 using FloatFn32 = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t);
 using FloatFn16 = void (*)(const uint16_t*, int64_t, const float*, int64_t, int64_t, float*, int64_t);
 
@@ -398,6 +474,12 @@ struct Q4KInst {
   }
 };
 template <int R, int T>
+struct Q6KInst {
+  static void run(const uint8_t* w, int64_t ws, const BlockQ8_K* x, int64_t xs, int64_t n, float* y, int64_t ys) {
+    tile_q6_k_rt<R, T>(w, ws, x, xs, n, y, ys);
+  }
+};
+template <int R, int T>
 struct F32Inst {
   static void run(const float* w, int64_t ws, const float* x, int64_t xs, int64_t n, float* y, int64_t ys) {
     tile_float<FloatKind::kF32, R, T>(w, ws, x, xs, n, y, ys);
@@ -419,6 +501,7 @@ struct BF16Inst {
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, Q8Inst> kQ8Tiles{};
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, Q4Inst> kQ4Tiles{};
 constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, Q4KInst> kQ4KTiles{};
+constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, Q6KInst> kQ6KTiles{};
 constexpr ShapeTable<FloatFn32, kFloatRows, kFloatTokens, F32Inst> kF32Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, F16Inst> kF16Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, BF16Inst> kBF16Tiles{};
@@ -434,6 +517,10 @@ void tile_q4_0(const uint8_t* w, int64_t ws, int rows, const PackedQ8x16Group* x
 void tile_q4_k(const uint8_t* w, int64_t ws, int rows, const PackedQ8KGroup* x, int64_t xs, int tokens, int64_t n,
                float* y, int64_t ys) {
   kQ4KTiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
+}
+void tile_q6_k(const uint8_t* w, int64_t ws, int rows, const BlockQ8_K* x, int64_t xs, int tokens, int64_t n, float* y,
+               int64_t ys) {
+  kQ6KTiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
 }
 void tile_f32(const float* w, int64_t ws, int rows, const float* x, int64_t xs, int tokens, int64_t n, float* y,
               int64_t ys) {
@@ -461,14 +548,14 @@ const GemmKernels kGemmAvx512{
     .q8_0_tokens = kQuantTokens,
     .q4_0_rows = kQuantRows,
     .q4_0_tokens = kQuantTokens,
-    .q6_k_rows = 1,  // no Q6_K tile on this set: the dot products
-    .q6_k_tokens = 1,
+    .q6_k_rows = kQ6KRows,
+    .q6_k_tokens = kQ6KTokens,
     .pack_q8x16 = pack_q8x16,
     .pack_q8k = pack_q8k,
     .tile_q8_0 = tile_q8_0,
     .tile_q4_0 = tile_q4_0,
     .tile_q4_k = tile_q4_k,
-    .tile_q6_k = nullptr,
+    .tile_q6_k = tile_q6_k,
     .tile_f32 = tile_f32,
     .tile_f16 = tile_f16,
     .tile_bf16 = tile_bf16,
