@@ -18,6 +18,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/cpu/bandwidth.h"
@@ -78,18 +79,20 @@ struct Weights {
   WeightLayout layout = WeightLayout::kGguf;  // of the x16 copies
 };
 
-const Weights& weights(DType t) {
-  static std::map<DType, Weights> cache;
-  auto it = cache.find(t);
+// A (rows x cols) matrix of type t, cached per shape.
+const Weights& weights(DType t, int64_t rows = kRows, int64_t cols = kCols) {
+  static std::map<std::tuple<DType, int64_t, int64_t>, Weights> cache;
+  const auto key = std::make_tuple(t, rows, cols);
+  auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   std::mt19937 rng(1);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> row(static_cast<size_t>(kCols));
-  const size_t row_bytes = dtype_row_bytes(t, kCols);
-  std::vector<uint8_t> one(row_bytes * kRows);
-  for (int64_t r = 0; r < kRows; ++r) {
+  std::vector<float> row(static_cast<size_t>(cols));
+  const size_t row_bytes = dtype_row_bytes(t, cols);
+  std::vector<uint8_t> one(row_bytes * rows);
+  for (int64_t r = 0; r < rows; ++r) {
     for (float& f : row) f = dist(rng);
-    quantize_row(t, row.data(), one.data() + static_cast<size_t>(r) * row_bytes, kCols);
+    quantize_row(t, row.data(), one.data() + static_cast<size_t>(r) * row_bytes, cols);
   }
   Weights w;
   const size_t target = size_t{128} << 20;
@@ -98,17 +101,17 @@ const Weights& weights(DType t) {
   const GemmKernels* g = bench_kernels().gemm;
   if (g != nullptr && has_x16_layout(t)) {
     std::vector<uint8_t> packed(one.size());
-    repack_rows_x16(t, one.data(), packed.data(), kRows, kCols);
+    repack_rows_x16(t, one.data(), packed.data(), rows, cols);
     for (size_t i = 0; i < n_copies; ++i) w.x16.push_back(packed);
     w.layout = WeightLayout::kX16;
   } else if (g != nullptr && g->tile_bf16_dp != nullptr && t == DType::kBF16) {
     std::vector<uint8_t> packed(one.size());
     repack_rows_bf16_panel(reinterpret_cast<const uint16_t*>(one.data()), reinterpret_cast<uint16_t*>(packed.data()),
-                           kRows, kCols);
+                           rows, cols);
     for (size_t i = 0; i < n_copies; ++i) w.x16.push_back(packed);
     w.layout = WeightLayout::kBf16Panel;
   }
-  return cache.emplace(t, std::move(w)).first->second;
+  return cache.emplace(key, std::move(w)).first->second;
 }
 
 // The best ISA's table, optionally without its tile kernels.
@@ -121,28 +124,29 @@ const Kernels& table(bool tiled) {
   return tiled ? bench_kernels() : untiled;
 }
 
-void run_matmul(benchmark::State& state, DType t, int64_t n_tokens, bool hot = false) {
+void run_matmul(benchmark::State& state, DType t, int64_t n_tokens, bool hot = false, int64_t rows = kRows,
+                int64_t cols = kCols) {
   const int threads = static_cast<int>(state.range(0));
   const bool tiled = state.range(2) != 0;
   ThreadPool pool(threads);
-  const Weights& w = weights(t);
-  std::vector<float> x(static_cast<size_t>(n_tokens * kCols), 0.5f);  // [n_tokens, cols]
-  std::vector<float> y(static_cast<size_t>(n_tokens * kRows));        // [n_tokens, rows]
+  const Weights& w = weights(t, rows, cols);
+  std::vector<float> x(static_cast<size_t>(n_tokens * cols), 0.5f);  // [n_tokens, cols]
+  std::vector<float> y(static_cast<size_t>(n_tokens * rows));        // [n_tokens, rows]
   std::vector<uint8_t> scratch;
   size_t i = 0;
   for (auto _ : state) {
     const bool x16 = tiled && !w.x16.empty();
     const auto& copies = x16 ? w.x16 : w.copies;
-    const MatrixView view{t, copies[hot ? 0 : i++ % copies.size()].data(), kRows, kCols,
+    const MatrixView view{t, copies[hot ? 0 : i++ % copies.size()].data(), rows, cols,
                           x16 ? w.layout : WeightLayout::kGguf};
     matmul(pool, table(tiled), view, x.data(), n_tokens, y.data(), scratch);
     benchmark::DoNotOptimize(y.data());
   }
   const double iters = static_cast<double>(state.iterations());
-  const double bytes = static_cast<double>(dtype_row_bytes(t, kCols)) * kRows;
+  const double bytes = static_cast<double>(dtype_row_bytes(t, cols)) * rows;
   state.counters["GB/s"] = benchmark::Counter(bytes * iters / 1e9, benchmark::Counter::kIsRate);
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kRows * kCols * static_cast<double>(n_tokens) * iters / 1e9,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * rows * cols * static_cast<double>(n_tokens) * iters / 1e9, benchmark::Counter::kIsRate);
   state.SetLabel(std::string(dtype_name(t)) + " " + isa_name(bench_kernels().isa) + (tiled ? " tiled" : " dot"));
 }
 
@@ -159,6 +163,14 @@ void BM_Batch16(benchmark::State& state) {
 }
 void BM_Prefill64(benchmark::State& state) {
   run_matmul(state, static_cast<DType>(state.range(1)), 64);
+}
+// A prefill chunk of 64 tokens through the 1.1B shape's FFN matrices:
+// shape 0 is gate / up (5632 x 2048), shape 1 down (2048 x 5632). With 2048
+// columns a tile's packed activation rows fit L1, as in the model; the
+// 8192 columns of BM_Prefill64 do not.
+void BM_PrefillFfn(benchmark::State& state) {
+  const bool down = state.range(3) != 0;
+  run_matmul(state, static_cast<DType>(state.range(1)), 64, false, down ? 2048 : 5632, down ? 5632 : 2048);
 }
 
 // A speculative verification step's shape: one sequence's last token plus its
@@ -220,6 +232,18 @@ BENCHMARK(BM_FewRowsHot)
 BENCHMARK(BM_DecodeHot)->Apply(matmul_config<3>);
 BENCHMARK(BM_Batch16)->Apply(matmul_config<3>);
 BENCHMARK(BM_Prefill64)->Apply(matmul_config<3>);
+BENCHMARK(BM_PrefillFfn)
+    ->ArgsProduct({{1, 2},
+                   {static_cast<int64_t>(DType::kBF16), static_cast<int64_t>(DType::kQ8_0),
+                    static_cast<int64_t>(DType::kQ4_0), static_cast<int64_t>(DType::kQ4_K),
+                    static_cast<int64_t>(DType::kQ6_K)},
+                   {1},
+                   {0, 1}})
+    ->ArgNames({"threads", "dtype", "tiled", "shape"})
+    ->UseRealTime()
+    ->MinTime(0.2)
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true);
 
 // Attention's P·V for one KV head at 512 cached positions (blocks of 16,
 // 4 KV heads per cache row, head_dim 64), 8 query heads: the axpy_f16 loop

@@ -26,6 +26,10 @@ namespace {
 
 constexpr int kQuantRows = 4;
 constexpr int kQuantTokens = 4;
+// Q4_K prefill (tile_q4_k_words): 2 x T x 2 integer sums (even / odd
+// sub-blocks), R x T accumulators, the unpacked words: 2 x 4 fits.
+constexpr int kQ4KRows = 2;
+constexpr int kQ4KTokens = 4;
 // Q6_K prefill: R x T lane sums (zmm), R unpacked halves (4 zmm each) and
 // R x T 8-lane accumulators fit the 32 registers at 2 x 4.
 constexpr int kQ6KRows = 2;
@@ -230,18 +234,16 @@ void tile_x16_words(const uint8_t* w, int64_t w_stride, const PackedQ8x16Group* 
 
 // ---- Q4_K (x16 layout: groups of 4 super-blocks, lanes = 64-element chunks) ----
 
-// One row's group of `blocks` super-blocks: per lane the sub-block scale
-// factors d·sc (even / odd sub-block) and dmin·m, and the 8 quant words.
-struct Q4KGroup {
+// One row's group of `blocks` super-blocks, per lane: the sub-block scale
+// factors d·sc (even / odd sub-block) and dmin·m.
+struct Q4KScales {
   __m512 scale_lo, scale_hi, min_lo, min_hi;
-  __m512i words[8];
 };
 
-Q4KGroup load_q4_k_group(const uint8_t* p, int blocks) {
-  Q4KGroup g;
-  const int lanes = 4 * blocks;
-  const auto lane_mask = static_cast<__mmask16>((1u << lanes) - 1u);
+Q4KScales load_q4_k_scales(const uint8_t* p, int blocks) {
+  Q4KScales g;
   const auto block_mask = static_cast<__mmask8>((1u << blocks) - 1u);
+  const int lanes = 4 * blocks;
   // d and dmin of block s to lanes 4s..4s+3.
   const __m512i to_lanes = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   const __m128 d4 = _mm_cvtph_ps(_mm_maskz_loadu_epi16(block_mask, p));
@@ -261,17 +263,44 @@ Q4KGroup load_q4_k_group(const uint8_t* p, int blocks) {
   g.scale_hi = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(e, 6), m6)));
   g.min_lo = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(e, 12), m6)));
   g.min_hi = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_srli_epi32(e, 18)));
+  return g;
+}
+
+// Quant word k (of 8) of a row's group of `blocks` super-blocks at p: lane
+// L holds bytes 4k..4k+3 of chunk L's 32 (lanes past 4 * blocks zero).
+__m512i load_q4_k_word(const uint8_t* p, int blocks, int k) {
   const uint8_t* q = p + 16 * blocks;
-  if (lanes == 16) {
-    for (int k = 0; k < 8; ++k) g.words[k] = _mm512_loadu_si512(q + 64 * k);
-  } else {
-    for (int k = 0; k < 8; ++k) g.words[k] = _mm512_maskz_loadu_epi32(lane_mask, q + 4 * lanes * k);
-  }
+  if (blocks == kX16SuperBlocks) return _mm512_loadu_si512(q + 64 * k);
+  const int lanes = 4 * blocks;
+  return _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << lanes) - 1u), q + 4 * lanes * k);
+}
+
+// The float steps of one group for one element: per lane
+// d·sc·Σq·x − dmin·m·Σx for both sub-blocks, then one FMA with d_x; lo / hi
+// are the lanes' exact integer sums of the even / odd sub-block.
+__m512 q4_k_group_step(const Q4KScales& w, __m512i lo, __m512i hi, const PackedQ8KGroup& x, __m512 acc) {
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(lo), w.scale_lo);
+  v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), w.scale_hi, v);
+  v = _mm512_fnmadd_ps(_mm512_load_ps(x.sum_lo), w.min_lo, v);
+  v = _mm512_fnmadd_ps(_mm512_load_ps(x.sum_hi), w.min_hi, v);
+  return _mm512_fmadd_ps(v, _mm512_load_ps(x.d), acc);
+}
+
+// One row's group of `blocks` super-blocks: its scales and 8 quant words.
+struct Q4KGroup {
+  Q4KScales scales;
+  __m512i words[8];
+};
+
+Q4KGroup load_q4_k_group(const uint8_t* p, int blocks) {
+  Q4KGroup g;
+  g.scales = load_q4_k_scales(p, blocks);
+  for (int k = 0; k < 8; ++k) g.words[k] = load_q4_k_word(p, blocks, k);
   return g;
 }
 
 // Q4_K: per lane the two sub-blocks' integer dot products, then
-// d·sc·Σq·x − dmin·m·Σx per sub-block and one FMA with d_x.
+// q4_k_group_step.
 struct Q4KRows {
   static constexpr int kBlockBytes = sizeof(BlockQ4_K);
   static constexpr int kBlockElems = kSuperBlockElems;
@@ -286,13 +315,77 @@ struct Q4KRows {
       lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(w.words[k], m4), _mm512_load_si512(x.lo[k]));
       hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi16(w.words[k], 4), m4), _mm512_load_si512(x.hi[k]));
     }
-    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(lo), w.scale_lo);
-    v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), w.scale_hi, v);
-    v = _mm512_fnmadd_ps(_mm512_load_ps(x.sum_lo), w.min_lo, v);
-    v = _mm512_fnmadd_ps(_mm512_load_ps(x.sum_hi), w.min_hi, v);
-    return _mm512_fmadd_ps(v, _mm512_load_ps(x.d), acc);
+    return q4_k_group_step(w.scales, lo, hi, x, acc);
   }
 };
+
+// Q4_K with several tokens: tile_quant<Q4KRows>'s per-element arithmetic
+// (each lane's two exact sub-block sums, then q4_k_group_step), word by
+// word over the whole tile as tile_x16_words does for Q8_0 / Q4_0: each
+// weight word is unpacked once for all T tokens and each activation word
+// loaded once for all R rows (tile_quant unpacked and reloaded them per
+// element). Integer sums do not depend on their order, so every shape keeps
+// the 1 x 1 tile's bits.
+template <int R, int T>
+void tile_q4_k_words(const uint8_t* w, int64_t w_stride, const PackedQ8KGroup* x, int64_t x_stride, int64_t n, float* y,
+                     int64_t y_stride) {
+  const int64_t nb = n / kSuperBlockElems;
+  const int64_t groups = (nb + kX16SuperBlocks - 1) / kX16SuperBlocks;
+  const PackedQ8KGroup* xt[T];
+  for (int t = 0; t < T; ++t) xt[t] = advance(x, t * x_stride);
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  __m512 acc[R][T];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  for (int64_t g = 0; g < groups; ++g) {
+    const int blocks = static_cast<int>(std::min<int64_t>(kX16SuperBlocks, nb - g * kX16SuperBlocks));
+    const size_t offset = static_cast<size_t>(g) * kX16SuperBlocks * sizeof(BlockQ4_K);
+    auto group = [&](int r) { return w + r * w_stride + offset; };
+    __m512i lo[R][T], hi[R][T];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) lo[r][t] = hi[r][t] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      __m512i wv[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) wv[r] = load_q4_k_word(group(r), blocks, k);
+      __m512i part[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) part[r] = _mm512_and_si512(wv[r], m4);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const __m512i xv = _mm512_load_si512(xt[t][g].lo[k]);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) lo[r][t] = _mm512_dpbusd_epi32(lo[r][t], part[r], xv);
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) part[r] = _mm512_and_si512(_mm512_srli_epi16(wv[r], 4), m4);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const __m512i xv = _mm512_load_si512(xt[t][g].hi[k]);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) hi[r][t] = _mm512_dpbusd_epi32(hi[r][t], part[r], xv);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const Q4KScales sc = load_q4_k_scales(group(r), blocks);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) acc[r][t] = q4_k_group_step(sc, lo[r][t], hi[r][t], xt[t][g], acc[r][t]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) y[t * y_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
+  }
+}
 
 // ---- Q6_K (GGUF layout, plain Q8_K activations) -----------------------------
 
@@ -470,7 +563,11 @@ struct Q4Inst {
 template <int R, int T>
 struct Q4KInst {
   static void run(const uint8_t* w, int64_t ws, const PackedQ8KGroup* x, int64_t xs, int64_t n, float* y, int64_t ys) {
-    tile_quant<Q4KRows, R, T>(w, ws, x, xs, n, y, ys);
+    if constexpr (T == 1) {
+      tile_quant<Q4KRows, R, T>(w, ws, x, xs, n, y, ys);
+    } else {
+      tile_q4_k_words<R, T>(w, ws, x, xs, n, y, ys);
+    }
   }
 };
 template <int R, int T>
@@ -542,8 +639,8 @@ const GemmKernels kGemmAvx512{
     .quant_tokens = kQuantTokens,
     .float_rows = kFloatRows,
     .float_tokens = kFloatTokens,
-    .q4_k_rows = kQuantRows,
-    .q4_k_tokens = kQuantTokens,
+    .q4_k_rows = kQ4KRows,
+    .q4_k_tokens = kQ4KTokens,
     .q8_0_rows = kQuantRows,
     .q8_0_tokens = kQuantTokens,
     .q4_0_rows = kQuantRows,
