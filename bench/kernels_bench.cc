@@ -367,6 +367,8 @@ void BM_PagedDecode(benchmark::State& state) {
                                                   benchmark::Counter::kIsRate, benchmark::Counter::OneK::kIs1000);
 }
 BENCHMARK(BM_PagedDecode)
+    ->Args({1, 22})
+    ->Args({1, 1})
     ->Args({2, 22})
     ->Args({2, 1})
     ->ArgNames({"threads", "layers"})
