@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 
 #include "cli_common.h"
 
@@ -63,12 +64,19 @@ int bench_serving_main(const ServingBenchOptions& o) {
   std::stringstream ss(o.concurrency);
   std::string item;
   while (std::getline(ss, item, ',')) {
+    // A bad value is a usage error (exit 2), as CLI11's own checks are.
     try {
-      levels.push_back(std::stoi(item));
+      size_t used = 0;
+      levels.push_back(std::stoi(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
     } catch (...) {
-      return fail(invalid_argument("--concurrency: '" + item + "' is not a number"));
+      fmt::print(stderr, "tessera: error: --concurrency: '{}' is not a number (see --help)\n", item);
+      return kExitUsage;
     }
-    if (levels.back() < 1) return fail(invalid_argument("--concurrency values must be >= 1"));
+    if (levels.back() < 1) {
+      fmt::print(stderr, "tessera: error: --concurrency values must be >= 1 (see --help)\n");
+      return kExitUsage;
+    }
   }
   fmt::print("model: {}, threads: {}, {} prompt + {} generated tokens per sequence\n", o.engine.model,
              resolve_threads(o.engine), o.prompt_tokens, o.decode_tokens);

@@ -82,6 +82,10 @@ expect_error(1 run -m ${STORIES} --prompt-ids 1,x)
 expect_error(1 run -m ${STORIES} -p hi --kv-cache-memory 12XB)
 expect_error(1 inspect /nonexistent.gguf)
 
+# tessera bench-serving: --concurrency is checked before the model loads, a usage error.
+expect_error_matching(2 "--concurrency: 'abc' is not a number" bench-serving -m ${STORIES} --concurrency 1,abc)
+expect_error_matching(2 "--concurrency: '4x' is not a number" bench-serving -m ${STORIES} --concurrency 4x)
+expect_error_matching(2 "--concurrency values must be >= 1" bench-serving -m ${STORIES} --concurrency 0)
 # tessera bench-serve / bench serve: the dataset is read (and rejected) before any server is contacted.
 set(BAD_DATASET ${CMAKE_CURRENT_BINARY_DIR}/cli_errors_bad_dataset.jsonl)
 file(WRITE ${BAD_DATASET} "{\"prompt\": \"fine\"}\n{\"prompt\": 3}\n")
