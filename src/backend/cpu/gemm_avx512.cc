@@ -42,6 +42,28 @@ const T* advance(const T* p, int64_t bytes) {
   return reinterpret_cast<const T*>(reinterpret_cast<const char*>(p) + bytes);
 }
 
+// The R x T accumulators of a tile set to zero, and each reduced (the
+// fixed 16-lane order of _mm512_reduce_add_ps) into y[t * y_stride + r].
+// Inlined and unrolled so that acc is only ever indexed by constants:
+// otherwise GCC keeps the array in memory and stores every accumulator each
+// iteration.
+template <int R, int T>
+[[gnu::always_inline]] inline void zero_tile(__m512 (&acc)[R][T]) {
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+}
+template <int R, int T>
+[[gnu::always_inline]] inline void store_tile(const __m512 (&acc)[R][T], float* y, int64_t y_stride) {
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) y[t * y_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
+  }
+}
+
 // ---- activation packing ---------------------------------------------------
 
 void pack_q8x16(const float* x, PackedQ8x16Group* out, int64_t n, int32_t offset) {
@@ -142,13 +164,11 @@ void tile_quant(const uint8_t* w, int64_t w_stride, const typename Rows::Act* x,
   const typename Rows::Act* xt[T];
   for (int t = 0; t < T; ++t) xt[t] = advance(x, t * x_stride);
   __m512 acc[R][T];
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  }
+  zero_tile(acc);
   for (int64_t g = 0; g < groups; ++g) {
     const int blocks = static_cast<int>(std::min<int64_t>(Rows::kGroupBlocks, nb - g * Rows::kGroupBlocks));
     const size_t offset = static_cast<size_t>(g) * Rows::kGroupBlocks * Rows::kBlockBytes;
-    // Unrolled (as the reduction below) so that acc stays in registers and
+    // Unrolled (as zero_tile / store_tile) so that acc stays in registers and
     // the R x T integer chains interleave: as loops GCC kept acc in memory
     // and ran one element's dependent vpdpbusd chain after another (a 4 x 2
     // tile took 3.7x the time of 4 x 1).
@@ -159,13 +179,7 @@ void tile_quant(const uint8_t* w, int64_t w_stride, const typename Rows::Act* x,
       for (int t = 0; t < T; ++t) acc[r][t] = Rows::fma(wg, xt[t][g], acc[r][t]);
     }
   }
-  // Unrolled so that acc is only ever indexed by constants: otherwise GCC
-  // keeps the array in memory and stores every accumulator each iteration.
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) y[t * y_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
-  }
+  store_tile(acc, y, y_stride);
 }
 
 // Q8_0 / Q4_0 with several tokens: the same per-element arithmetic as
@@ -184,11 +198,7 @@ void tile_x16_words(const uint8_t* w, int64_t w_stride, const PackedQ8x16Group* 
   const PackedQ8x16Group* xt[T];
   for (int t = 0; t < T; ++t) xt[t] = advance(x, t * x_stride);
   __m512 acc[R][T];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  }
+  zero_tile(acc);
   for (int64_t g = 0; g < groups; ++g) {
     const int lanes = static_cast<int>(std::min<int64_t>(kX16Blocks, nb - g * kX16Blocks));
     const size_t offset = static_cast<size_t>(g) * kX16Blocks * Rows::kBlockBytes;
@@ -225,11 +235,7 @@ void tile_x16_words(const uint8_t* w, int64_t w_stride, const PackedQ8x16Group* 
       }
     }
   }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) y[t * y_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
-  }
+  store_tile(acc, y, y_stride);
 }
 
 // ---- Q4_K (x16 layout: groups of 4 super-blocks, lanes = 64-element chunks) ----
@@ -335,56 +341,46 @@ void tile_q4_k_words(const uint8_t* w, int64_t w_stride, const PackedQ8KGroup* x
   for (int t = 0; t < T; ++t) xt[t] = advance(x, t * x_stride);
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   __m512 acc[R][T];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  }
+  zero_tile(acc);
   for (int64_t g = 0; g < groups; ++g) {
     const int blocks = static_cast<int>(std::min<int64_t>(kX16SuperBlocks, nb - g * kX16SuperBlocks));
     const size_t offset = static_cast<size_t>(g) * kX16SuperBlocks * sizeof(BlockQ4_K);
     auto group = [&](int r) { return w + r * w_stride + offset; };
-    __m512i lo[R][T], hi[R][T];
+    __m512i sums[2][R][T];  // [even / odd sub-block]: low / high nibbles
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
+      for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) lo[r][t] = hi[r][t] = _mm512_setzero_si512();
+        for (int t = 0; t < T; ++t) sums[h][r][t] = _mm512_setzero_si512();
+      }
     }
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) {
       __m512i wv[R];
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) wv[r] = load_q4_k_word(group(r), blocks, k);
-      __m512i part[R];
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        __m512i part[R];
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) part[r] = _mm512_and_si512(wv[r], m4);
+        for (int r = 0; r < R; ++r) part[r] = _mm512_and_si512(h == 0 ? wv[r] : _mm512_srli_epi16(wv[r], 4), m4);
 #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        const __m512i xv = _mm512_load_si512(xt[t][g].lo[k]);
+        for (int t = 0; t < T; ++t) {
+          const __m512i xv = _mm512_load_si512(h == 0 ? xt[t][g].lo[k] : xt[t][g].hi[k]);
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) lo[r][t] = _mm512_dpbusd_epi32(lo[r][t], part[r], xv);
-      }
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) part[r] = _mm512_and_si512(_mm512_srli_epi16(wv[r], 4), m4);
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        const __m512i xv = _mm512_load_si512(xt[t][g].hi[k]);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) hi[r][t] = _mm512_dpbusd_epi32(hi[r][t], part[r], xv);
+          for (int r = 0; r < R; ++r) sums[h][r][t] = _mm512_dpbusd_epi32(sums[h][r][t], part[r], xv);
+        }
       }
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const Q4KScales sc = load_q4_k_scales(group(r), blocks);
 #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) acc[r][t] = q4_k_group_step(sc, lo[r][t], hi[r][t], xt[t][g], acc[r][t]);
+      for (int t = 0; t < T; ++t) acc[r][t] = q4_k_group_step(sc, sums[0][r][t], sums[1][r][t], xt[t][g], acc[r][t]);
     }
   }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) y[t * y_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
-  }
+  store_tile(acc, y, y_stride);
 }
 
 // ---- Q6_K (GGUF layout, plain Q8_K activations) -----------------------------
@@ -489,9 +485,7 @@ void tile_float(const WT* w, int64_t w_stride, const float* x, int64_t x_stride,
   for (int r = 0; r < R; ++r) wr[r] = advance(w, r * w_stride);
   for (int t = 0; t < T; ++t) xt[t] = advance(x, t * x_stride);
   __m512 acc[R][T];
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  }
+  zero_tile(acc);
   // The main loop's loads are plain ones and only the tail's are masked: a
   // run-time mask on every load (all ones but for the tail) ran the
   // one-token tile at half speed on Zen 5. An all-ones masked load is the
@@ -521,13 +515,7 @@ void tile_float(const WT* w, int64_t w_stride, const float* x, int64_t x_stride,
       for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
     }
   }
-  // Unrolled so that acc is only ever indexed by constants: otherwise GCC
-  // keeps the array in memory and stores every accumulator each iteration.
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) y[t * y_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
-  }
+  store_tile(acc, y, y_stride);
 }
 
 // ---- dispatch on the run-time tile shape ------------------------------------
