@@ -603,6 +603,43 @@ TEST(CpuKernels, SoftmaxTile) {
   }
 }
 
+// A tile of at most 16 scores per head takes its own path on AVX-512 (all
+// heads' maxima and sums in one transposed reduction each); a 17th score of
+// -inf sends the same tile through the head-by-head path, whose extra p is
+// an exact 0. Both must give the same bits, on every ISA, over three tiles.
+TEST(CpuKernels, SoftmaxTileOneVectorMatchesLongerTileBits) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (int heads : {1, 8, 9, 17}) {
+    for (int n : {5, 16}) {
+      for (Isa isa : supported_isas()) {
+        SCOPED_TRACE(isa_label(isa) + " heads=" + std::to_string(heads) + " n=" + std::to_string(n));
+        const Kernels& k = kernels_for(isa);
+        constexpr int64_t kStride = 20;
+        std::vector<float> m1(heads, kNegInf), l1(heads, 0.0f), c1(heads, 0.0f);
+        std::vector<float> m2 = m1, l2 = l1, c2 = c1;
+        for (int tile = 0; tile < 3; ++tile) {
+          std::vector<float> s1 = random_floats(heads * kStride, 31 + 5 * tile + heads + n, 8.0f + 3.0f * tile);
+          for (int g = 0; g < heads; ++g) s1[g * kStride + n] = kNegInf;
+          std::vector<float> s2 = s1;
+          k.softmax_tile(s1.data(), kStride, heads, n, m1.data(), l1.data(), c1.data());
+          k.softmax_tile(s2.data(), kStride, heads, n + 1, m2.data(), l2.data(), c2.data());
+          for (int g = 0; g < heads; ++g) {
+            for (int j = 0; j < n; ++j) {
+              ASSERT_EQ(std::bit_cast<uint32_t>(s1[g * kStride + j]), std::bit_cast<uint32_t>(s2[g * kStride + j]))
+                  << "tile " << tile << " head " << g << " p " << j;
+            }
+          }
+          for (int g = 0; g < heads; ++g) {
+            ASSERT_EQ(std::bit_cast<uint32_t>(m1[g]), std::bit_cast<uint32_t>(m2[g])) << "m, head " << g;
+            ASSERT_EQ(std::bit_cast<uint32_t>(l1[g]), std::bit_cast<uint32_t>(l2[g])) << "l, head " << g;
+            ASSERT_EQ(std::bit_cast<uint32_t>(c1[g]), std::bit_cast<uint32_t>(c2[g])) << "c, head " << g;
+          }
+        }
+      }
+    }
+  }
+}
+
 // Rope against the rotation written out directly, for both pairings.
 TEST(CpuKernels, Rope) {
   const int n_heads = 3, head_dim = 64;

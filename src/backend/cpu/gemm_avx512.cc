@@ -385,16 +385,8 @@ void tile_q4_k_words(const uint8_t* w, int64_t w_stride, const PackedQ8KGroup* x
 
 // ---- Q6_K (GGUF layout, plain Q8_K activations) -----------------------------
 
+#include "backend/cpu/hsum_ps.inc"  // dot_q6_k's last step
 #include "backend/cpu/q6_k_avx512.inc"
-
-// dot_q6_k's last step on this ISA (kernels_quant_simd.inc hsum_ps): the
-// 8 lanes in the order (i + 4), then (i + 2), then (i + 1).
-float hsum8_ps(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // Per element and super-block, the exact integer lane sums of this ISA's
 // QuantKernels::dot_q6_k (q6_k_avx512.inc), each half of a weight
@@ -450,7 +442,7 @@ void tile_q6_k_rt(const uint8_t* w, int64_t w_stride, const BlockQ8_K* x, int64_
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) y[t * y_stride + r] = hsum8_ps(acc[r][t]);
+    for (int t = 0; t < T; ++t) y[t * y_stride + r] = hsum_ps(acc[r][t]);
   }
 }
 

@@ -113,12 +113,7 @@ __m256i load_q8(const int8_t* qs) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
 }
 
-float hsum256(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+#include "backend/cpu/hsum_ps.inc"
 
 // Per-block int32 lane sums (lane j = products 4j..4j+3, exact) for Q8_0
 // weights: vpdpbusd multiplies unsigned by signed bytes, so the weight's sign
@@ -194,7 +189,7 @@ void dot_rows_quant(const Block* w, int64_t row_stride, const BlockQ8_0* x, int6
     }
   }
   for (int r = 0; r < R; ++r) {
-    out[r] = hsum256(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), _mm256_add_ps(acc[r][2], acc[r][3])));
+    out[r] = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), _mm256_add_ps(acc[r][2], acc[r][3])));
   }
 }
 
@@ -276,7 +271,7 @@ void dot_rows_q4_0_impl(const BlockQ4_0* w, int64_t row_stride, const BlockQ8_0*
     }
   }
   for (int r = 0; r < R; ++r) {
-    out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r], acc1[r])) + hsum256(acct[r]);
+    out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r], acc1[r])) + hsum_ps(acct[r]);
   }
 }
 
@@ -579,8 +574,9 @@ float exp_shift_sum(float* x, __m512 shift, int64_t n) {
 // softmax_tile's maxima and sums for heads g0..g0+hn-1 of a tile of n <= 16
 // scores (one vector per head): the heads' maxima and sums each in one
 // transposed reduction (reduce16_with) instead of a horizontal reduction
-// chain per head. The same bits as the per-head loop: maxima are exact in
-// any order, each p is the same exp512 of the same difference, and each
+// chain per head. The same bits as softmax_heads_long on the same scores
+// (CpuKernels.SoftmaxTileOneVectorMatchesLongerTileBits): maxima are exact
+// in any order, each p is the same exp512 of the same difference, and each
 // head's sum pairs its lanes as _mm512_reduce_add_ps does.
 void softmax_heads16(float* s, int64_t s_stride, int hn, int n, const float* m_old, float* m_new, float* sums) {
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
@@ -605,23 +601,32 @@ void softmax_heads16(float* s, int64_t s_stride, int hn, int n, const float* m_o
   _mm512_store_ps(sums, reduce16(x));
 }
 
+// softmax_tile's maxima and sums for heads g0..g0+hn-1 of a longer tile
+// (n > 16), head by head.
+void softmax_heads_long(float* s, int64_t s_stride, int hn, int n, const float* m_old, float* m_new, float* sums) {
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int h = 0; h < hn; ++h) {
+    float* sg = s + h * s_stride;
+    __m512 vmax = neg_inf;
+    for (int i = 0; i < n; i += 16) vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(neg_inf, tail_mask(n - i), sg + i));
+    const float mo = m_old[h], mt = _mm512_reduce_max_ps(vmax);
+    const float mn = mo > mt ? mo : mt;
+    // With nothing but -inf so far, shift by 0: every p is exp(-inf) = 0.
+    const __m512 shift = _mm512_set1_ps(mn == -std::numeric_limits<float>::infinity() ? 0.0f : mn);
+    m_new[h] = mn;
+    sums[h] = exp_shift_sum(sg, shift, n);
+  }
+}
+
 void softmax_tile(float* s, int64_t s_stride, int heads, int n, float* m, float* l, float* c) {
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int g0 = 0; g0 < heads; g0 += 16) {
     const int hn = heads - g0 < 16 ? heads - g0 : 16;
     alignas(64) float m_new[16] = {}, sums[16] = {};
-    if (n <= 16) softmax_heads16(s + g0 * s_stride, s_stride, hn, n, m + g0, m_new, sums);
-    for (int h = 0; h < hn && n > 16; ++h) {
-      float* sg = s + (g0 + h) * s_stride;
-      __m512 vmax = neg_inf;
-      for (int i = 0; i < n; i += 16)
-        vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(neg_inf, tail_mask(n - i), sg + i));
-      const float mo = m[g0 + h], mt = _mm512_reduce_max_ps(vmax);
-      const float mn = mo > mt ? mo : mt;
-      // With nothing but -inf so far, shift by 0: every p is exp(-inf) = 0.
-      const __m512 shift = _mm512_set1_ps(mn == -std::numeric_limits<float>::infinity() ? 0.0f : mn);
-      m_new[h] = mn;
-      sums[h] = exp_shift_sum(sg, shift, n);
+    if (n <= 16) {
+      softmax_heads16(s + g0 * s_stride, s_stride, hn, n, m + g0, m_new, sums);
+    } else {
+      softmax_heads_long(s + g0 * s_stride, s_stride, hn, n, m + g0, m_new, sums);
     }
     // c = exp(m - m') for the heads at once: 0 while m = -inf (exp512 of
     // -inf, or of -inf - -inf = NaN, is 0), then exactly 1 (e^0) when m' = m.

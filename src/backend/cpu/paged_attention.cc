@@ -295,22 +295,16 @@ void paged_attention(ThreadPool& pool, const Kernels& k, const AttentionShape& s
     for (int32_t t = seq.token_begin; t < seq.token_begin + seq.n_tokens; ++t) {
       const int32_t n_ctx = positions[t] + 1;
       const int32_t runs = (n_ctx + split - 1) / split;
-      if (runs <= 1) {
-        for (int32_t h = 0; h < shape.n_kv_heads; ++h) items.push_back({t, h, &seq, 0, n_ctx, -1});
-        continue;
-      }
-      // Head h's runs take partial slots first + h * runs + c. The items go
-      // run by run, every KV head of a run together: the heads' rows
-      // interleave in the cache, so the threads then read one run's blocks
-      // at a time, each line once from DRAM.
-      const int32_t first = partials;
-      for (int32_t h = 0; h < shape.n_kv_heads; ++h) splits.push_back({t, h, first + h * runs, runs});
-      for (int32_t c = 0; c < runs; ++c) {
-        for (int32_t h = 0; h < shape.n_kv_heads; ++h) {
-          items.push_back({t, h, &seq, c * split, std::min(n_ctx, (c + 1) * split), first + h * runs + c});
+      for (int32_t h = 0; h < shape.n_kv_heads; ++h) {
+        if (runs <= 1) {
+          items.push_back({t, h, &seq, 0, n_ctx, -1});
+          continue;
+        }
+        splits.push_back({t, h, partials, runs});
+        for (int32_t c = 0; c < runs; ++c) {
+          items.push_back({t, h, &seq, c * split, std::min(n_ctx, (c + 1) * split), partials++});
         }
       }
-      partials += shape.n_kv_heads * runs;
     }
   }
   // The runs' results, [partials, group, hd] then [partials, group] max and
