@@ -10,6 +10,21 @@
 
 namespace tessera {
 
+// CPU: how F16 weight matrices are multiplied (BackendOptions::f16_matmul).
+enum class F16Matmul {
+  // On a CPU with AVX512-BF16 (Zen 4, Sapphire Rapids and later): as bf16.
+  // Each weight is rounded once, at load, to bf16 (round to nearest even;
+  // 8 significant bits instead of f16's 11), activations to bf16 per
+  // product, and vdpbf16ps multiplies pairs at twice the f32 FMA rate with
+  // f32 accumulation. vLLM's CPU backend likewise runs float16 models in
+  // bfloat16. The output head keeps f16 weights and f32 activations. The
+  // cost on the fixtures is in docs/quantization.md (round 14). Elsewhere:
+  // as kF16.
+  kAuto = 0,
+  // The f16 weights exactly: widened to f32, f32 activations, f32 FMAs.
+  kF16 = 1,
+};
+
 struct BackendOptions {
   std::string device = "cpu";  // a backend this build has ("cpu"; see `tessera --version`)
   int threads = 1;             // CPU threads (the caller's included), >= 1
@@ -23,6 +38,9 @@ struct BackendOptions {
   // CPU: concurrent row streams per thread for decode, 1..4 (1 = one
   // stream over a static share of rows).
   int decode_streams = 4;
+  // CPU: F16 weight matrices as bf16 where the CPU has AVX512-BF16
+  // (kAuto), or exactly (kF16). See F16Matmul.
+  F16Matmul f16_matmul = F16Matmul::kAuto;
 };
 
 }  // namespace tessera

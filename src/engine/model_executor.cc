@@ -78,9 +78,11 @@ Result<std::unique_ptr<ModelExecutor>> ModelExecutor::create(const Model& model,
         << "\ndevice=" << config.backend.device
         << "\nisa=" << (config.backend.isa ? static_cast<int>(*config.backend.isa) : -1)
         << "\ntile_kernels=" << (config.backend.tile_kernels ? 1 : 0)
-        << "\ndecode_streams=" << config.backend.decode_streams << "\nkv_dtype=" << static_cast<int>(config.kv_dtype)
-        << "\nkv_cache_memory=" << config.kv_cache_memory << "\nctx_size=" << config.ctx_size
-        << "\ntp=" << config.parallel.tp_size << "\npp=" << config.parallel.pp_size << "\nsplit=";
+        << "\ndecode_streams=" << config.backend.decode_streams
+        << "\nf16_matmul=" << static_cast<int>(config.backend.f16_matmul)
+        << "\nkv_dtype=" << static_cast<int>(config.kv_dtype) << "\nkv_cache_memory=" << config.kv_cache_memory
+        << "\nctx_size=" << config.ctx_size << "\ntp=" << config.parallel.tp_size << "\npp=" << config.parallel.pp_size
+        << "\nsplit=";
     for (size_t i = 0; i < config.parallel.layer_split.size(); ++i) {
       out << (i ? "," : "") << config.parallel.layer_split[i];
     }

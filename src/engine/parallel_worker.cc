@@ -30,6 +30,7 @@ Result<ExecutorConfig> parse_session(const std::string& text, std::string& path,
     if (isa >= 0) c.backend.isa = static_cast<Isa>(isa);
     c.backend.tile_kernels = kv.at("tile_kernels") == "1";
     c.backend.decode_streams = std::stoi(kv.at("decode_streams"));
+    c.backend.f16_matmul = kv.at("f16_matmul") == "1" ? F16Matmul::kF16 : F16Matmul::kAuto;
     c.kv_dtype = static_cast<KvDtype>(std::stoi(kv.at("kv_dtype")));
     c.kv_cache_memory = std::stoull(kv.at("kv_cache_memory"));
     c.ctx_size = std::stoll(kv.at("ctx_size"));

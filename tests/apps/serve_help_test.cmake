@@ -37,6 +37,7 @@ endfunction()
 expect_under("Model" "Engine / KV cache" "--model")
 expect_under("Model" "Engine / KV cache" "--chat-template")
 expect_under("Engine / KV cache" "Server" "--kv-cache-dtype")
+expect_under("Engine / KV cache" "Server" "--f16-matmul")
 expect_under("Engine / KV cache" "Server" "--max-num-seqs")
 expect_under("Server" "Sampling defaults" "--port")
 expect_under("Server" "Sampling defaults" "--log-format")
@@ -48,7 +49,7 @@ expect_under("Speculative decoding" "" "--spec-k")
 # value here fails the test, so that the check keeps covering all of them.
 set(values
   "--model=${STORIES}" "--quantize=q8_0" "--chat-template=${TEMPLATE}"
-  "--check-tensors=" "--threads=1" "--ctx-size=256" "--kv-cache-memory=1MiB" "--kv-cache-dtype=f16" "--device=cpu"
+  "--check-tensors=" "--threads=1" "--ctx-size=256" "--kv-cache-memory=1MiB" "--kv-cache-dtype=f16" "--f16-matmul=f16" "--device=cpu"
   "--tensor-parallel-size=1" "--pipeline-parallel-size=1" "--pp-layer-split=5"
   "--max-num-seqs=4" "--max-num-batched-tokens=64" "--no-prefix-cache="
   "--host=not-an-ip" "--port=0" "--served-model-name=stories" "--api-key=k" "--max-queue=8"

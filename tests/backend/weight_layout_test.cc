@@ -1,6 +1,7 @@
 // The x16 weight layout (backend/cpu/weight_layout.h): a hand-worked row,
 // the round trip for full and short groups, which views prepare_matrix
-// repacks, and which float views it copies out of a mapped file.
+// repacks, which float views it copies out of a mapped file, and F16
+// matrices as bf16 panels (BackendOptions::f16_matmul).
 #include "backend/cpu/weight_layout.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/matmul.h"
@@ -127,6 +129,72 @@ TEST(WeightLayout, PrepareMatrixCopiesMappedFloatMatrices) {
   EXPECT_EQ(storage.front().data(), nullptr);
   EXPECT_EQ(0, std::memcmp(moved.data(), bytes.data(), bytes.size()));
   std::remove(path.c_str());
+}
+
+// F16 -> bf16 values, hand-worked: 1 + k * 2^-10 for k = 1, 4 (a tie: to
+// even), 12 (a tie: up to the even 1 + 16 * 2^-10) and 13; the largest f16
+// (65504 rounds up to 2^16, still finite); the smallest subnormal 2^-24;
+// -0, Inf and NaN.
+TEST(WeightLayout, F16AsBf16PanelRoundsToNearestEven) {
+  const std::vector<std::pair<uint16_t, uint16_t>> cases = {
+      {0x3c01, 0x3f80}, {0x3c04, 0x3f80}, {0x3c0c, 0x3f82}, {0x3c0d, 0x3f82}, {0x7bff, 0x4780},
+      {0x0001, 0x3380}, {0x8000, 0x8000}, {0x7c00, 0x7f80}, {0xfc00, 0xff80}, {0x3555, 0x3eab}};
+  // One row of cases.size() (even) columns: a panel of h = 1 row is the row itself.
+  std::vector<uint16_t> f16, want;
+  for (const auto& [h, b] : cases) {
+    f16.push_back(h);
+    want.push_back(b);
+  }
+  std::vector<uint16_t> got(f16.size());
+  repack_rows_f16_as_bf16_panel(f16.data(), got.data(), 1, static_cast<int64_t>(f16.size()));
+  EXPECT_EQ(got, want);
+  const uint16_t nan_f16 = 0x7e00;
+  const uint16_t pair[2] = {nan_f16, 0x3c00};
+  uint16_t out[2];
+  repack_rows_f16_as_bf16_panel(pair, out, 1, 2);
+  EXPECT_EQ(out[0] & 0x7f80, 0x7f80);  // exponent all ones ...
+  EXPECT_NE(out[0] & 0x007f, 0);       // ... and a mantissa: NaN
+  EXPECT_EQ(out[1], 0x3f80);
+}
+
+// prepare_matrix with f16_as_bf16: an F16 matrix becomes a BF16 view in the
+// panel layout whose bytes are the panels of the rounded values, where the
+// table has tile_bf16_dp; never for the output head (f32_activations), never
+// without the switch, and not on tables without the bf16 tile.
+TEST(WeightLayout, PrepareMatrixTakesF16AsBf16Panels) {
+  ThreadPool pool(2);
+  const int64_t rows = 37, cols = 96;  // two full panels and one of 5 rows
+  std::vector<uint16_t> f16(static_cast<size_t>(rows * cols)), rounded(f16.size());
+  for (size_t i = 0; i < f16.size(); ++i) {
+    f16[i] = fp32_to_fp16(static_cast<float>(static_cast<int>(i * 2654435761u >> 20) % 2001 - 1000) / 337.0f);
+    rounded[i] = fp32_to_bf16(fp16_to_fp32(f16[i]));
+  }
+  std::vector<uint16_t> want(f16.size());
+  repack_rows_bf16_panel(rounded.data(), want.data(), rows, cols);
+  for (Isa isa : supported_isas()) {
+    SCOPED_TRACE(testing::isa_label(isa));
+    const Kernels& k = kernels_for(isa);
+    const bool has_bf16_tile = k.gemm != nullptr && k.gemm->tile_bf16_dp != nullptr;
+    for (bool logits : {false, true}) {
+      for (bool as_bf16 : {false, true}) {
+        SCOPED_TRACE(std::string(logits ? "logits" : "matmul") + (as_bf16 ? ", as bf16" : ", f16"));
+        MatrixView w{DType::kF16, f16.data(), rows, cols};
+        w.f32_activations = logits;
+        WeightStorage storage;
+        const MatrixView p = prepare_matrix(k, w, pool, storage, as_bf16);
+        const bool converted = as_bf16 && has_bf16_tile && !logits;
+        EXPECT_EQ(p.dtype, converted ? DType::kBF16 : DType::kF16);
+        EXPECT_EQ(p.layout, converted ? WeightLayout::kBf16Panel : WeightLayout::kGguf);
+        EXPECT_EQ(p.rows, rows);
+        EXPECT_EQ(p.cols, cols);
+        if (converted) {
+          EXPECT_EQ(0, std::memcmp(p.data, want.data(), want.size() * sizeof(uint16_t)));
+        } else {
+          EXPECT_EQ(p.data, w.data);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -27,6 +27,7 @@ expect_error(2 run -m ${STORIES} -p hi --no-such-flag)
 expect_error(2 run -m ${STORIES} -p hi --temp abc)
 expect_error(2 run -m ${STORIES} -p hi --top-p 0)
 expect_error(2 run -m ${STORIES} -p hi --threads 0)
+expect_error_matching(2 "--f16-matmul" run -m ${STORIES} -p hi --f16-matmul bf16)
 expect_error(2 run -m ${STORIES})
 expect_error_matching(2 "^tessera: error: unknown command 'frobnicate' \\(commands: bench, bench-serve, " frobnicate)
 # A directory without config.json: says what a model directory must hold.

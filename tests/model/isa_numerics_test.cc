@@ -74,9 +74,13 @@ std::vector<IsaSetting> simd_settings() {
   return s;
 }
 
+// F16 matrices exactly on every setting: this test holds each ISA to float
+// rounding; f16 weights as bf16 (BackendOptions::f16_matmul kAuto) round
+// them on purpose and are checked in convert_hf_test and weight_layout_test.
 BackendOptions backend_for(Isa isa, bool tiles) {
   BackendOptions b = testing::cpu_backend(2, isa);
   b.tile_kernels = tiles;
+  b.f16_matmul = F16Matmul::kF16;
   return b;
 }
 

@@ -57,6 +57,7 @@ class CpuBackend final : public Backend {
     std::string s = std::string("cpu ") + isa_name(k_.isa) + ", " + std::to_string(options_.threads) +
                     (options_.threads == 1 ? " thread" : " threads") +
                     (k_.gemm != nullptr ? ", tile kernels" : ", no tile kernels");
+    if (f16_as_bf16()) s += ", f16 weights as bf16";
     if (k_.decode_streams != kDefaultDecodeStreams) {
       s += ", " + std::to_string(k_.decode_streams) + (k_.decode_streams == 1 ? " decode stream" : " decode streams");
     }
@@ -89,7 +90,8 @@ class CpuBackend final : public Backend {
     view.f32_activations = use == MatrixUse::kLogits;
     WeightStorage storage;
     // Embedding rows are dequantized one at a time and keep the file layout.
-    const MatrixView out = use == MatrixUse::kEmbedding ? view : cpu::prepare_matrix(k_, view, pool_, storage);
+    const MatrixView out =
+        use == MatrixUse::kEmbedding ? view : cpu::prepare_matrix(k_, view, pool_, storage, f16_as_bf16());
     return std::unique_ptr<DeviceMatrix>(new CpuMatrix(out, std::move(storage)));
   }
 
@@ -166,6 +168,10 @@ class CpuBackend final : public Backend {
   const Kernels& kernels() const { return k_; }
 
  private:
+  // Whether F16 matrices take the bf16 panels (BackendOptions::f16_matmul).
+  bool f16_as_bf16() const {
+    return options_.f16_matmul == F16Matmul::kAuto && k_.gemm != nullptr && k_.gemm->tile_bf16_dp != nullptr;
+  }
   static const MatrixView& view(const DeviceMatrix& m) { return static_cast<const CpuMatrix&>(m).view(); }
   static KvBuffer& buf(KvCache& kv) { return static_cast<KvBuffer&>(kv); }
   static const KvBuffer& buf(const KvCache& kv) { return static_cast<const KvBuffer&>(kv); }

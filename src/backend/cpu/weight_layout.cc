@@ -107,7 +107,10 @@ void convert_rows(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64
   }
 }
 
-void convert_rows_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t cols, bool to_panel) {
+// value(h) is what a source element h becomes (the identity, or f16 -> bf16).
+template <typename Value>
+void convert_rows_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t cols, bool to_panel,
+                             Value value) {
   TESSERA_CHECK(fits_bf16_panels(rows, cols));
   for (int64_t p0 = 0; p0 < rows; p0 += kBf16PanelRows) {
     const int64_t h = std::min<int64_t>(kBf16PanelRows, rows - p0);  // this panel's rows
@@ -118,9 +121,9 @@ void convert_rows_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, i
         const int64_t row_major = j * cols + c;
         const int64_t paired = c / 2 * (2 * h) + 2 * j + c % 2;
         if (to_panel) {
-          out[paired] = in[row_major];
+          out[paired] = value(in[row_major]);
         } else {
-          out[row_major] = in[paired];
+          out[row_major] = value(in[paired]);
         }
       }
     }
@@ -130,11 +133,15 @@ void convert_rows_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, i
 }  // namespace
 
 void repack_rows_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t cols) {
-  convert_rows_bf16_panel(src, dst, rows, cols, true);
+  convert_rows_bf16_panel(src, dst, rows, cols, true, [](uint16_t h) { return h; });
 }
 
 void unpack_rows_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t cols) {
-  convert_rows_bf16_panel(src, dst, rows, cols, false);
+  convert_rows_bf16_panel(src, dst, rows, cols, false, [](uint16_t h) { return h; });
+}
+
+void repack_rows_f16_as_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t cols) {
+  convert_rows_bf16_panel(src, dst, rows, cols, true, [](uint16_t h) { return fp32_to_bf16(fp16_to_fp32(h)); });
 }
 
 bool has_x16_layout(DType t) {
@@ -149,13 +156,15 @@ void unpack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, in
   convert_rows(t, src, dst, rows, cols, false);
 }
 
-MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& pool, WeightStorage& storage) {
+MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& pool, WeightStorage& storage,
+                          bool f16_as_bf16) {
   if (w.layout != WeightLayout::kGguf || w.rows <= 0) return w;
   const size_t row_bytes = dtype_row_bytes(w.dtype, w.cols);
   const size_t bytes = row_bytes * static_cast<size_t>(w.rows);
   const auto* src = static_cast<const uint8_t*>(w.data);
   const bool x16 = k.gemm != nullptr && has_x16_layout(w.dtype) && has_tile(*k.gemm, w.dtype);
-  const bool panels = k.gemm != nullptr && k.gemm->tile_bf16_dp != nullptr && w.dtype == DType::kBF16 &&
+  const bool from_f16 = f16_as_bf16 && w.dtype == DType::kF16;  // values rounded to bf16
+  const bool panels = k.gemm != nullptr && k.gemm->tile_bf16_dp != nullptr && (w.dtype == DType::kBF16 || from_f16) &&
                       !w.f32_activations && fits_bf16_panels(w.rows, w.cols);
   const bool is_float = w.dtype == DType::kF16 || w.dtype == DType::kBF16 || w.dtype == DType::kF32;
   if (!x16 && !panels && !(is_float && MappedFile::contains(src, bytes))) return w;
@@ -169,8 +178,13 @@ MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& poo
     if (x16) {
       repack_rows_x16(w.dtype, src + off, copy.data() + off, r1 - r0, w.cols);
     } else if (panels) {
-      repack_rows_bf16_panel(reinterpret_cast<const uint16_t*>(src + off),
-                             reinterpret_cast<uint16_t*>(copy.data() + off), r1 - r0, w.cols);
+      const auto* in = reinterpret_cast<const uint16_t*>(src + off);
+      auto* out = reinterpret_cast<uint16_t*>(copy.data() + off);
+      if (from_f16) {
+        repack_rows_f16_as_bf16_panel(in, out, r1 - r0, w.cols);
+      } else {
+        repack_rows_bf16_panel(in, out, r1 - r0, w.cols);
+      }
     } else {
       std::memcpy(copy.data() + off, src + off, static_cast<size_t>(r1 - r0) * row_bytes);
     }
@@ -181,6 +195,7 @@ MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& poo
   MatrixView out = w;
   out.data = copy.data();
   out.layout = x16 ? WeightLayout::kX16 : panels ? WeightLayout::kBf16Panel : WeightLayout::kGguf;
+  if (panels) out.dtype = DType::kBF16;  // an F16 matrix's values are bf16 now (same bytes per element)
   return out;
 }
 

@@ -84,6 +84,11 @@ inline bool fits_bf16_panels(int64_t rows, int64_t cols) {
 // bf16 each and must not overlap. Requires fits_bf16_panels(rows, cols).
 void repack_rows_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t cols);
 void unpack_rows_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t cols);
+// The same repack from F16 rows: each value rounded to bf16 on the way
+// (through its exact f32 value, round to nearest even; Inf and NaN stay
+// Inf and NaN, every finite f16 is a finite bf16 since bf16 has f32's
+// exponent range). src holds rows * cols f16, dst rows * cols bf16.
+void repack_rows_f16_as_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t cols);
 
 // Blocks per interleaved group (Q4_0, Q8_0) and super-blocks per group (Q4_K).
 inline constexpr int kX16Blocks = 16;
@@ -114,7 +119,9 @@ using WeightStorage = std::vector<WeightCopy>;
 //   layout, rows repacked in parallel on `pool`;
 // - a BF16 matrix whose products take bf16 activations (k has
 //   tile_bf16_dp, w is not f32_activations) and that fits_bf16_panels: a
-//   copy in the bf16 panel layout;
+//   copy in the bf16 panel layout; with f16_as_bf16, an F16 matrix on the
+//   same terms too, its values rounded to bf16 (repack_rows_f16_as_bf16_panel;
+//   the returned view is then BF16: BackendOptions::f16_matmul);
 // - an F16 / BF16 / F32 matrix that lies in a mapped model file, a plain
 //   copy in anonymous memory: the file's page-cache pages are 4 KiB, and
 //   decode streaming an F16 1.1B model from them ran at 0.6-0.8x the speed
@@ -123,6 +130,7 @@ using WeightStorage = std::vector<WeightCopy>;
 // Copies are WeightCopy mappings (huge pages advised, for systems whose
 // transparent huge pages are in "madvise" mode) and the mapped file's pages
 // are released.
-MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& pool, WeightStorage& storage);
+MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& pool, WeightStorage& storage,
+                          bool f16_as_bf16 = false);
 
 }  // namespace tessera::cpu
