@@ -57,6 +57,12 @@ CpuFeatures detect() {
   // does not know "avxvnni"); the YMM state is the OS's already, as avx2 says.
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   f.avx_vnni = f.avx2 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4)) != 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0) {
+    const unsigned base_family = (eax >> 8) & 0xf;
+    const unsigned family = base_family == 0xf ? base_family + ((eax >> 20) & 0xff) : base_family;
+    const unsigned model = ((eax >> 4) & 0xf) | (base_family == 0xf ? ((eax >> 16) & 0xf) << 4 : 0);
+    f.splits_256bit_ops = f.avx2 && ((family == 0x17 && model < 0x30) || family == 0x18);
+  }
   f.physical_cores = count_physical_cores();
   return f;
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/gemm_bf16_ref.h"
@@ -135,6 +136,16 @@ TEST(Matmul, MatchesDoublePrecisionReference) {
 
 // Row t of a batched call equals the single-token call bitwise, for every
 // thread count, including a matrix large enough to use several prefill tiles.
+// Every ISA, with and without widened F16 / BF16 chunks (Kernels::widen_half_rows).
+std::vector<std::pair<Isa, bool>> isa_widen_settings() {
+  std::vector<std::pair<Isa, bool>> s;
+  for (Isa isa : supported_isas()) {
+    s.emplace_back(isa, false);
+    s.emplace_back(isa, true);
+  }
+  return s;
+}
+
 TEST(Matmul, BatchAndThreadInvariant) {
   const int64_t cols = 1024, n_tokens = 17;
   for (DType t : kTypes) {
@@ -142,8 +153,9 @@ TEST(Matmul, BatchAndThreadInvariant) {
     const int64_t rows = t == DType::kBF16 ? 304 : 301;
     const Matrix m = make_matrix(t, rows, cols, 7);
     const std::vector<float> x = random_floats(n_tokens * cols, 8);  // [n_tokens, cols]
-    for (Isa isa : supported_isas()) {
-      const Kernels& k = kernels_for(isa);
+    for (const auto& [isa, widen] : isa_widen_settings()) {
+      Kernels k = kernels_for(isa);
+      k.widen_half_rows = widen;  // F16 / BF16 through widened chunks, and not (same bits)
       WeightStorage storage;
       const MatrixView view = prepared(k, m, storage);
       std::vector<float> single(static_cast<size_t>(n_tokens * rows));  // [n_tokens, rows]
@@ -155,7 +167,8 @@ TEST(Matmul, BatchAndThreadInvariant) {
         }
       }
       for (int threads : {1, 2, 3}) {
-        SCOPED_TRACE(std::string(dtype_name(t)) + " " + isa_label(isa) + " threads=" + std::to_string(threads));
+        SCOPED_TRACE(std::string(dtype_name(t)) + " " + isa_label(isa) + (widen ? " widened" : "") +
+                     " threads=" + std::to_string(threads));
         ThreadPool pool(threads);
         std::vector<uint8_t> scratch;
         // A few tokens take the decode streams (decode_streams in matmul.cc),

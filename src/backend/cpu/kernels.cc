@@ -34,6 +34,7 @@ Kernels kernels_with(Isa isa, bool tile_kernels, int decode_streams) {
   Kernels t = kernels_for(isa);
   if (!tile_kernels) t.gemm = nullptr;
   t.decode_streams = decode_streams;
+  t.widen_half_rows = cpu_features().splits_256bit_ops;
   return t;
 }
 

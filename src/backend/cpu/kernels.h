@@ -157,6 +157,14 @@ struct Kernels {
   // schedule (one stream per thread over a static share), for side-by-side
   // runs. Set from CpuBackendOptions; results do not depend on it.
   int decode_streams;
+  // Not a kernel: whether matmul widens F16 / BF16 weight chunks to f32 once
+  // per call and runs the F32 tile on them (gemm.h widen_f16, matmul.cc
+  // widened_rows) instead of converting in the F16 / BF16 tile per token
+  // group. Same bits either way. kernels_with sets it where the CPU splits
+  // 256-bit operations (CpuFeatures::splits_256bit_ops): widening was 1.3-1.4x
+  // faster on Zen 1 and 0.65x on Zen 4's AVX2 path (docs/quantization.md
+  // rounds 10 and 14). False in the kernels_for tables.
+  bool widen_half_rows;
 };
 
 inline constexpr int kDefaultDecodeStreams = 4;

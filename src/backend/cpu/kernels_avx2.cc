@@ -657,6 +657,7 @@ constexpr Kernels kAvx2Table{
     .quant = &kQuantAvx2,
     .gemm = &kGemmAvx2,
     .decode_streams = kDefaultDecodeStreams,
+    .widen_half_rows = false,
 };
 
 // The same table with the AVX-VNNI tile kernels.

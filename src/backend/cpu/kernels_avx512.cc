@@ -698,6 +698,7 @@ const Kernels& avx512_kernels() {
       .quant = &kQuantAvx512,
       .gemm = &kGemmAvx512,
       .decode_streams = kDefaultDecodeStreams,
+      .widen_half_rows = false,
   };
   // The same table with the AVX512-BF16 tile for BF16 weights.
   static constexpr Kernels k_bf16 = [] {

@@ -228,6 +228,7 @@ const Kernels& scalar_kernels() {
       .quant = &kQuantScalar,
       .gemm = nullptr,
       .decode_streams = kDefaultDecodeStreams,
+      .widen_half_rows = false,
   };
   return k;
 }

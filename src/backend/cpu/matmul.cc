@@ -436,7 +436,7 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
                                  rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
       case DType::kF16:
-        if (g.widen_f16 != nullptr && n_tokens >= kWidenMinTokenGroups * g.float_tokens) {
+        if (k.widen_half_rows && g.widen_f16 != nullptr && n_tokens >= kWidenMinTokenGroups * g.float_tokens) {
           widened_rows(g, g.widen_f16, wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1);
           return;
         }
@@ -448,7 +448,7 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
           panel_rows(g, wb, cols, rows, x.data, x.row_bytes, n_tokens, y, r0, r1, k.decode_streams);
           return;
         }
-        if (g.widen_bf16 != nullptr && n_tokens >= kWidenMinTokenGroups * g.float_tokens) {
+        if (k.widen_half_rows && g.widen_bf16 != nullptr && n_tokens >= kWidenMinTokenGroups * g.float_tokens) {
           widened_rows(g, g.widen_bf16, wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1);
           return;
         }
