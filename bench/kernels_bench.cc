@@ -25,7 +25,6 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/paged_attention.h"
-#include "core/cpu_features.h"
 #include "core/quant_ref.h"
 #include "core/thread_pool.h"
 #include "kv/block_pool.h"
@@ -39,21 +38,20 @@ namespace {
 // TESSERA_BENCH_TILE=RxT (this benchmark only) replaces the quantized
 // prefill tile shape of Q8_0, Q4_0, Q4_K and Q6_K (R <= quant_rows, T <=
 // quant_tokens), to compare shapes in one binary.
-// widen_half_rows follows the CPU as the engine's table does (kernels_with);
-// TESSERA_BENCH_WIDEN=0 or 1 (this benchmark only) overrides it.
+// The table is the engine's (kernels_with), so widen_half_rows follows the
+// CPU; TESSERA_BENCH_WIDEN=0 or 1 (this benchmark only) overrides it.
 const Kernels& bench_kernels() {
-  static const Kernels& base = [&]() -> const Kernels& {
+  static const Isa isa = [] {
     const char* env = std::getenv("TESSERA_ISA");
-    auto isa = env != nullptr ? isa_from_name(env) : std::nullopt;
+    auto named = env != nullptr ? isa_from_name(env) : std::nullopt;
     for (Isa s : supported_isas()) {
-      if (isa && s == *isa) return kernels_for(s);
+      if (named && s == *named) return s;
     }
-    return cpu::kernels();
+    return best_isa();
   }();
   static GemmKernels gemm{};
   static const Kernels k = [&] {
-    Kernels out = base;
-    out.widen_half_rows = cpu_features().splits_256bit_ops;
+    Kernels out = kernels_with(isa, /*tile_kernels=*/true, kDefaultDecodeStreams);
     if (const char* widen = std::getenv("TESSERA_BENCH_WIDEN"); widen != nullptr) {
       out.widen_half_rows = std::string(widen) == "1";
     }
@@ -69,13 +67,6 @@ const Kernels& bench_kernels() {
     return out;
   }();
   return k;
-}
-
-// Whether this table lets matmul widen this type's rows to f32 (matmul.cc
-// does so from two float token groups on).
-bool widened(const Kernels& k, DType t, int64_t n_tokens) {
-  if (!k.widen_half_rows || k.gemm == nullptr || n_tokens < 2 * k.gemm->float_tokens) return false;
-  return (t == DType::kF16 && k.gemm->widen_f16 != nullptr) || (t == DType::kBF16 && k.gemm->widen_bf16 != nullptr);
 }
 
 // 2048 x 8192: a 1B-class FFN projection (64 MiB in f32, 9 MiB in Q4_0).
@@ -162,7 +153,7 @@ void run_matmul(benchmark::State& state, DType t, int64_t n_tokens, bool hot = f
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * rows * cols * static_cast<double>(n_tokens) * iters / 1e9, benchmark::Counter::kIsRate);
   state.SetLabel(std::string(dtype_name(t)) + " " + isa_name(bench_kernels().isa) + (tiled ? " tiled" : " dot") +
-                 (widened(table(tiled), t, n_tokens) ? " widened" : ""));
+                 (half_row_widener(table(tiled), t, n_tokens) != nullptr ? " widened" : ""));
 }
 
 void BM_Decode(benchmark::State& state) {

@@ -199,6 +199,16 @@ void tiled_rows(TileFn tile, int tile_rows, int tile_tokens, const uint8_t* w, s
 // tiles: below it the chunk's conversion is not shared by enough groups.
 constexpr int64_t kWidenMinTokenGroups = 2;
 
+}  // namespace
+
+HalfRowWidener half_row_widener(const Kernels& k, DType t, int64_t n_tokens) {
+  const GemmKernels* g = k.gemm;
+  if (!k.widen_half_rows || g == nullptr || n_tokens < kWidenMinTokenGroups * g->float_tokens) return nullptr;
+  return t == DType::kF16 ? g->widen_f16 : t == DType::kBF16 ? g->widen_bf16 : nullptr;
+}
+
+namespace {
+
 // F16 / BF16 rows through the f32 tile (gemm.h widen_f16): the chunked loop
 // of tiled_rows, each L2 chunk of weight rows widened once into `wide`
 // (a per-thread buffer, rows padded by one cache line so that the tile's rows
@@ -436,8 +446,8 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
                                  rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
       case DType::kF16:
-        if (k.widen_half_rows && g.widen_f16 != nullptr && n_tokens >= kWidenMinTokenGroups * g.float_tokens) {
-          widened_rows(g, g.widen_f16, wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+        if (const HalfRowWidener widen = half_row_widener(k, w.dtype, n_tokens); widen != nullptr) {
+          widened_rows(g, widen, wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1);
           return;
         }
         tiled_rows<uint16_t, float>(g.tile_f16, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes,
@@ -448,8 +458,8 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
           panel_rows(g, wb, cols, rows, x.data, x.row_bytes, n_tokens, y, r0, r1, k.decode_streams);
           return;
         }
-        if (k.widen_half_rows && g.widen_bf16 != nullptr && n_tokens >= kWidenMinTokenGroups * g.float_tokens) {
-          widened_rows(g, g.widen_bf16, wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1);
+        if (const HalfRowWidener widen = half_row_widener(k, w.dtype, n_tokens); widen != nullptr) {
+          widened_rows(g, widen, wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1);
           return;
         }
         tiled_rows<uint16_t, float>(g.tile_bf16, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes,

@@ -57,6 +57,14 @@ struct MatrixView {
 void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float* x, int64_t n_tokens, float* y,
             std::vector<uint8_t>& scratch);
 
+// The conversion matmul applies to F16 / BF16 rows in the GGUF layout before
+// the f32 tile (gemm.h widen_f16 / widen_bf16, Kernels::widen_half_rows) for
+// a call of n_tokens tokens of type t, or null where it runs the F16 / BF16
+// tile directly: other types, tables without it, and calls of fewer than two
+// float token groups (the chunk's conversion would not be shared).
+using HalfRowWidener = void (*)(const uint16_t* src, float* dst, int64_t n);
+HalfRowWidener half_row_widener(const Kernels& k, DType t, int64_t n_tokens);
+
 // One weight matrix and its output y[n_tokens, w.rows] (caller-owned).
 struct MatmulTarget {
   MatrixView w;
