@@ -187,6 +187,24 @@ TEST(ConvertHf, F16AsBf16KeepsGreedyGoldens) {
       "f16 %.3g, this path %.3g\n",
       as_bf16 ? "as bf16" : "exact (no AVX512-BF16)", max_diff, max_ref_diff_exact, max_ref_diff_fast);
   EXPECT_LE(max_diff, 3e-2);
+  // The backend line says so exactly when F16 matrices were rounded.
+  const std::string phrase = "f16 weights as bf16";
+  EXPECT_EQ((*fast)->backend().describe().find(phrase) != std::string::npos, as_bf16)
+      << (*fast)->backend().describe();
+  EXPECT_EQ((*exact)->backend().describe().find(phrase), std::string::npos) << (*exact)->backend().describe();
+}
+
+// A model without F16 matrices never has its backend line claim the rounding,
+// whatever --f16-matmul says (it was printed for every model on AVX512-BF16).
+TEST(ConvertHf, BackendLineNamesF16RoundingOnlyForF16Models) {
+  TESSERA_REQUIRE_SHARED_FILE(ref_path, "fixtures/hf/llama_gqa/reference.json");
+  TempDir tmp;
+  auto model = convert_and_load(testing::shared_path("fixtures/hf/llama_gqa"), tmp.file("m.gguf"), DType::kF32);
+  ASSERT_NE(model, nullptr);
+  auto engine = testing::make_engine(*model, testing::cpu_backend(2), 0, 256, KvDtype::kF32);
+  ASSERT_TRUE(engine.ok());
+  EXPECT_EQ((*engine)->backend().describe().find("f16 weights as bf16"), std::string::npos)
+      << (*engine)->backend().describe();
 }
 
 // GGUF row r of a Llama attn_q / attn_k holds HF row llama_rope_row(r): per

@@ -57,7 +57,7 @@ class CpuBackend final : public Backend {
     std::string s = std::string("cpu ") + isa_name(k_.isa) + ", " + std::to_string(options_.threads) +
                     (options_.threads == 1 ? " thread" : " threads") +
                     (k_.gemm != nullptr ? ", tile kernels" : ", no tile kernels");
-    if (f16_as_bf16()) s += ", f16 weights as bf16";
+    if (f16_rounded_) s += ", f16 weights as bf16";
     if (k_.decode_streams != kDefaultDecodeStreams) {
       s += ", " + std::to_string(k_.decode_streams) + (k_.decode_streams == 1 ? " decode stream" : " decode streams");
     }
@@ -92,6 +92,7 @@ class CpuBackend final : public Backend {
     // Embedding rows are dequantized one at a time and keep the file layout.
     const MatrixView out =
         use == MatrixUse::kEmbedding ? view : cpu::prepare_matrix(k_, view, pool_, storage, f16_as_bf16());
+    f16_rounded_ = f16_rounded_ || (w.dtype == DType::kF16 && out.dtype == DType::kBF16);
     return std::unique_ptr<DeviceMatrix>(new CpuMatrix(out, std::move(storage)));
   }
 
@@ -181,6 +182,7 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   const ForwardBatch* batch_ = nullptr;    // the staged step (read in place)
   std::vector<uint8_t> scratch_;           // quantized activations for matmul
+  bool f16_rounded_ = false;               // an F16 matrix was prepared as bf16 panels
   std::unique_ptr<BandwidthProbe> probe_;  // 1 GiB, made on the first measurement
 };
 
