@@ -189,8 +189,7 @@ TEST(ConvertHf, F16AsBf16KeepsGreedyGoldens) {
   EXPECT_LE(max_diff, 3e-2);
   // The backend line says so exactly when F16 matrices were rounded.
   const std::string phrase = "f16 weights as bf16";
-  EXPECT_EQ((*fast)->backend().describe().find(phrase) != std::string::npos, as_bf16)
-      << (*fast)->backend().describe();
+  EXPECT_EQ((*fast)->backend().describe().find(phrase) != std::string::npos, as_bf16) << (*fast)->backend().describe();
   EXPECT_EQ((*exact)->backend().describe().find(phrase), std::string::npos) << (*exact)->backend().describe();
 }
 
