@@ -263,9 +263,11 @@ TEST(CpuKernels, AxpyF16AndScale) {
   }
 }
 
-// attn_pv_f16 gives, per head, the bits of the axpy_f16 loop it replaces
-// (head counts around the 4-head register block, hd around the 64-element
-// step and its masked tail, strided rows as in the KV cache).
+// attn_pv_f16 gives, per head, the bits of the scale + axpy_f16 loop it
+// replaces (head counts around the 4-head register block, hd around the
+// 64-element step and its masked tail, strided rows as in the KV cache),
+// without a rescale and with one (factors of 1, 0 and in between, as the
+// online softmax gives).
 TEST(CpuKernels, AttnPvF16MatchesAxpyLoop) {
   bool any = false;
   for (Isa isa : supported_isas()) {
@@ -286,14 +288,21 @@ TEST(CpuKernels, AttnPvF16MatchesAxpyLoop) {
           std::vector<float> p = random_floats(heads * p_stride, seed + 1);
           for (float& x : p) x = std::fabs(x);  // softmax weights
           const std::vector<float> out0 = random_floats(heads * out_stride, seed + 2);
-          std::vector<float> want = out0, got = out0;
-          for (int g = 0; g < heads; ++g) {
-            for (int j = 0; j < n; ++j)
-              k.axpy_f16(p[g * p_stride + j], v.data() + j * v_row, want.data() + g * out_stride, hd);
+          std::vector<float> rescale(static_cast<size_t>(heads));
+          for (int g = 0; g < heads; ++g)
+            rescale[static_cast<size_t>(g)] = g % 3 == 0 ? 1.0f : g % 3 == 1 ? 0.0f : 0.3f;
+          for (bool with_rescale : {false, true}) {
+            std::vector<float> want = out0, got = out0;
+            for (int g = 0; g < heads; ++g) {
+              if (with_rescale) k.scale(want.data() + g * out_stride, rescale[static_cast<size_t>(g)], hd);
+              for (int j = 0; j < n; ++j)
+                k.axpy_f16(p[g * p_stride + j], v.data() + j * v_row, want.data() + g * out_stride, hd);
+            }
+            k.attn_pv_f16(p.data(), p_stride, heads, v.data(), v_row * static_cast<int64_t>(sizeof(uint16_t)), n,
+                          got.data(), out_stride, hd, with_rescale ? rescale.data() : nullptr);
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                << "rescale " << with_rescale;
           }
-          k.attn_pv_f16(p.data(), p_stride, heads, v.data(), v_row * static_cast<int64_t>(sizeof(uint16_t)), n,
-                        got.data(), out_stride, hd);
-          ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
         }
       }
     }
@@ -351,6 +360,77 @@ TEST(CpuKernels, AttnQkF16MatchesDoublePrecision) {
   if (!any) GTEST_SKIP() << "no table on this CPU has attn_qk_f16";
 }
 
+// attn_qk_f16_lanes / attn_qk_bf16_lanes (heads in the lanes, queries
+// transposed) against double-precision dot products: head counts around the
+// 8-lane chunks, hd with and without 8- and 16-element tails, every n, strided
+// rows; scores past n untouched. The bound is the worst case of one FMA chain
+// of hd terms (|error| <= hd * 2^-24 * sum |q_d k_d|, Higham 2002, 3.1), and
+// every table that has the kernels gives the same bits (kernels.h).
+TEST(CpuKernels, AttnQkLanesMatchDoublePrecisionAndAgreeAcrossTables) {
+  int tables = 0;
+  for (bool bf16 : {false, true}) {
+    for (int heads : {1, 5, 8, 9, 16}) {
+      for (int64_t hd : {int64_t{1}, int64_t{12}, int64_t{40}, int64_t{64}, int64_t{100}, kAttnMaxHeadDim}) {
+        for (int n = 1; n <= kAttnKeys; n += (n < 9 ? 1 : 7)) {
+          SCOPED_TRACE(std::string(bf16 ? "bf16" : "f16") + " heads=" + std::to_string(heads) +
+                       " hd=" + std::to_string(hd) + " n=" + std::to_string(n));
+          const int64_t k_row = 3 * hd + 5;  // elements between key rows (other KV heads in between)
+          const int64_t s_stride = kAttnKeys + 3;
+          const auto seed = static_cast<uint32_t>(heads * 10000 + hd * 20 + n + (bf16 ? 7 : 0));
+          const std::vector<float> kf = random_floats(n * k_row, seed);
+          std::vector<uint16_t> keys(kf.size());
+          for (size_t i = 0; i < kf.size(); ++i) keys[i] = bf16 ? fp32_to_bf16(kf[i]) : fp32_to_fp16(kf[i]);
+          auto key = [&](int j, int64_t i) {
+            const uint16_t v = keys[static_cast<size_t>(j * k_row + i)];
+            return static_cast<double>(bf16 ? bf16_to_fp32(v) : fp16_to_fp32(v));
+          };
+          const std::vector<float> q = random_floats(heads * hd, seed + 1, 2.0f);
+          const int chunks = (heads + 7) / 8;
+          std::vector<float> qt(static_cast<size_t>(chunks * hd * 8), 0.0f);
+          for (int g = 0; g < heads; ++g) {
+            for (int64_t d = 0; d < hd; ++d) {
+              qt[static_cast<size_t>(((g / 8) * hd + d) * 8 + g % 8)] = q[static_cast<size_t>(g * hd + d)];
+            }
+          }
+          std::vector<float> first;  // the first table's scores
+          for (Isa isa : supported_isas()) {
+            const Kernels& k = kernels_for(isa);
+            const auto fn = bf16 ? k.attn_qk_bf16_lanes : k.attn_qk_f16_lanes;
+            if (fn == nullptr) continue;
+            ++tables;
+            std::vector<float> s(static_cast<size_t>(heads * s_stride), -7.0f);
+            fn(qt.data(), heads, keys.data(), k_row * static_cast<int64_t>(sizeof(uint16_t)), n, hd, s.data(),
+               s_stride);
+            for (int g = 0; g < heads; ++g) {
+              for (int j = 0; j < s_stride; ++j) {
+                const float got = s[static_cast<size_t>(g * s_stride + j)];
+                if (j >= n) {
+                  ASSERT_EQ(got, -7.0f) << isa_label(isa) << " wrote past n: head " << g << " key " << j;
+                  continue;
+                }
+                double dot = 0, mag = 0;
+                for (int64_t i = 0; i < hd; ++i) {
+                  const double prod = q[static_cast<size_t>(g * hd + i)] * key(j, i);
+                  dot += prod;
+                  mag += std::fabs(prod);
+                }
+                ASSERT_NEAR(got, dot, static_cast<double>(hd) * 0x1p-24 * mag + 1e-30)
+                    << isa_label(isa) << " head " << g << " key " << j;
+              }
+            }
+            if (first.empty()) {
+              first = s;
+            } else {
+              ASSERT_EQ(0, std::memcmp(first.data(), s.data(), s.size() * sizeof(float))) << isa_label(isa);
+            }
+          }
+        }
+      }
+    }
+  }
+  if (tables == 0) GTEST_SKIP() << "no table on this CPU has attn_qk_f16_lanes";
+}
+
 // attn_pv_bf16 / attn_qk_bf16 (a bf16 KV cache) against double-precision
 // sums of the bf16 rows: the f16 kernels' shapes with bf16 widening (head
 // counts around the register blocks, hd around the vector steps and tails,
@@ -402,7 +482,8 @@ TEST(CpuKernels, AttnBf16KernelsMatchDoublePrecision) {
           for (float& x : p) x = std::fabs(x);  // softmax weights
           const std::vector<float> out0 = random_floats(heads * out_stride, seed + 3);
           std::vector<float> out = out0;
-          k.attn_pv_bf16(p.data(), p_stride, heads, rows.data(), row_bytes, n, out.data(), out_stride, hd);
+          const std::vector<float> half(static_cast<size_t>(heads), 0.5f);  // the rescale (exact in f32 and double)
+          k.attn_pv_bf16(p.data(), p_stride, heads, rows.data(), row_bytes, n, out.data(), out_stride, hd, half.data());
           for (int g = 0; g < heads; ++g) {
             for (int64_t i = 0; i < out_stride; ++i) {
               const auto e = static_cast<size_t>(g * out_stride + i);
@@ -410,7 +491,7 @@ TEST(CpuKernels, AttnBf16KernelsMatchDoublePrecision) {
                 ASSERT_EQ(out[e], out0[e]) << "wrote past hd: head " << g;
                 continue;
               }
-              double sum = out0[e], mag = std::fabs(out0[e]);
+              double sum = 0.5 * out0[e], mag = std::fabs(0.5 * out0[e]);
               for (int j = 0; j < n; ++j) {
                 const double prod = p[static_cast<size_t>(g * p_stride + j)] * at(j, i);
                 sum += prod;

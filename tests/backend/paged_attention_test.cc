@@ -115,7 +115,9 @@ void run_case(const Case& c, Isa isa, KvDtype kv_dtype, const SeqShape& seqs = k
 TEST(PagedAttention, MatchesNaiveSoftmaxAttention) {
   for (Isa isa : supported_isas()) {
     for (KvDtype t : {KvDtype::kF16, KvDtype::kBF16, KvDtype::kF32, KvDtype::kInt8, KvDtype::kFp8}) {
-      for (Case c : {Case{4, 4, 16}, Case{8, 2, 32}, Case{6, 1, 64}, Case{2, 2, 8}}) {
+      // Groups of 1, 4, 6, 8 and 9 query heads per KV head: 6, 8 and 9 take
+      // attn_qk_*_lanes (kAttnQkLanesMinHeads), 9 across two 8-lane chunks.
+      for (Case c : {Case{4, 4, 16}, Case{8, 2, 32}, Case{6, 1, 64}, Case{2, 2, 8}, Case{16, 2, 64}, Case{9, 1, 40}}) {
         SCOPED_TRACE(std::string(isa_name(isa)) + " " + kv_dtype_name(t) + " heads " + std::to_string(c.n_heads) + "/" +
                      std::to_string(c.n_kv_heads));
         run_case(c, isa, t);
@@ -132,7 +134,7 @@ TEST(PagedAttention, LongRowsSplitIntoRunsMatchNaiveSoftmaxAttention) {
   const SeqShape seqs = {{1023, 1}, {1024, 1}, {2500, 1}, {2040, 9}};
   for (Isa isa : supported_isas()) {
     for (KvDtype t : {KvDtype::kF16, KvDtype::kInt8}) {
-      for (Case c : {Case{8, 2, 32}, Case{6, 1, 64}}) {
+      for (Case c : {Case{8, 2, 32}, Case{6, 1, 64}, Case{16, 2, 64}}) {
         SCOPED_TRACE(std::string(isa_name(isa)) + " " + kv_dtype_name(t) + " heads " + std::to_string(c.n_heads) + "/" +
                      std::to_string(c.n_kv_heads));
         run_case(c, isa, t, seqs, 512);

@@ -48,6 +48,12 @@ struct QuantKernels {
 // Keys per attn_qk_f16 call and the largest head_dim it takes.
 inline constexpr int kAttnKeys = 16;
 inline constexpr int64_t kAttnMaxHeadDim = 256;
+// The fewest query heads per KV head for which attention takes
+// attn_qk_f16_lanes over attn_qk_f16. Per 16 keys, attn_qk_f16 spends per
+// head 4 vector FMAs per 64 elements and a 46-op transposed reduction;
+// attn_qk_f16_lanes a fixed 16 FMAs per element on 8-lane vectors for up to 8
+// heads: more work below ~5 heads, less from there (1.1B Llama shape: 8).
+inline constexpr int kAttnQkLanesMinHeads = 5;
 
 struct Kernels {
   Isa isa;
@@ -75,16 +81,23 @@ struct Kernels {
   // y[n] += a * v[n] where v is f16 (attention's value accumulation).
   void (*axpy_f16)(float a, const uint16_t* v, float* y, int64_t n);
   // Attention's value accumulation for the query heads that share one KV
-  // head (GQA, arXiv:2305.13245), P·V over one run of cached positions:
+  // head (GQA, arXiv:2305.13245), P·V over one run of cached positions,
+  // after the online softmax's rescale of the accumulator (`rescale`, [heads],
+  // or null for none):
+  //   out[g * out_stride + i] *= rescale[g]
   //   out[g * out_stride + i] += p[g * p_stride + j] * v_j[i]
   // for g < heads, then j = 0..n-1 in that order, i < hd, where v_j is the
   // f16 row at byte offset j * v_stride from v. Per head bit-identical to
+  // scale(out + g * out_stride, rescale[g], hd), then
   // axpy_f16(p[g * p_stride + j], v_j, out + g * out_stride, hd) for
-  // j = 0..n-1 (the same FMA per element in the same order), but each value
-  // row is loaded and converted once for up to four heads. Null in tables
-  // without a faster form: callers then loop over axpy_f16.
+  // j = 0..n-1 (the same product and FMA per element in the same order), but
+  // each value row is loaded and converted once for up to four heads, and the
+  // rescale is applied as the accumulators are loaded (a separate pass stored
+  // them just before this call's loads, which then waited on the stores:
+  // 14% of this kernel's samples at 4k context). Null in tables without a
+  // faster form: callers then scale and loop over axpy_f16.
   void (*attn_pv_f16)(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n,
-                      float* out, int64_t out_stride, int64_t hd);
+                      float* out, int64_t out_stride, int64_t hd, const float* rescale);
   // Attention's key scores for the query heads that share one KV head, over
   // n <= kAttnKeys cached positions:
   //   s[g * s_stride + j] = q[g * hd .. g * hd + hd) · k_j   (f32, unscaled)
@@ -97,12 +110,27 @@ struct Kernels {
   // faster form: callers then use dot_rows_f16 / dot_f16 per head.
   void (*attn_qk_f16)(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
                       int64_t s_stride);
+  // attn_qk_f16's scores with the query heads in the vector lanes: each key
+  // element is broadcast against 8 heads at once, so no horizontal reduction
+  // is left (grouped-query attention, Ainslie et al. 2023, arXiv:2305.13245:
+  // the heads of a group share every key). The queries come transposed,
+  //   qt[(c * hd + d) * 8 + h] = q[8c + h][d]   (0 for 8c + h >= heads),
+  // c < ceil(heads / 8), and
+  //   s[g * s_stride + j] = sum over d = 0..hd-1, in order, of qt(g, d) * k_j[d]
+  // as one FMA chain from 0 per score (f32; not bit-identical to attn_qk_f16,
+  // the same bits in every table that has it). k, k_stride, n, hd, s as for
+  // attn_qk_f16; scores past n are not written. Null in tables without it.
+  void (*attn_qk_f16_lanes)(const float* qt, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd,
+                            float* s, int64_t s_stride);
+  // attn_qk_f16_lanes over bf16 rows (a bf16 KV cache).
+  void (*attn_qk_bf16_lanes)(const float* qt, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd,
+                             float* s, int64_t s_stride);
   // attn_pv_f16 / attn_qk_f16 over bf16 rows (a bf16 KV cache): the same
   // shapes, order and FMAs with each row element widened from bf16 (exact)
   // instead of f16. Null where attn_pv_f16 / attn_qk_f16 are: callers then
   // use add_value / dot_bf16 per position.
   void (*attn_pv_bf16)(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n,
-                       float* out, int64_t out_stride, int64_t hd);
+                       float* out, int64_t out_stride, int64_t hd, const float* rescale);
   void (*attn_qk_bf16)(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
                        int64_t s_stride);
   // KV rows of 8-bit values, each followed by its f32 scale (kv_buffer.h:

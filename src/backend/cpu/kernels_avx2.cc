@@ -287,10 +287,14 @@ struct Bf16Rows {
 
 template <int H, int C, typename Rows>
 void attn_pv_chunk(const float* p, int64_t p_stride, const uint16_t* v, int64_t v_stride, int n, float* out,
-                   int64_t out_stride, int64_t i0) {
+                   int64_t out_stride, int64_t i0, const float* rescale) {
   __m256 acc[H][C];
   for (int h = 0; h < H; ++h) {
     for (int c = 0; c < C; ++c) acc[h][c] = _mm256_loadu_ps(out + h * out_stride + i0 + 8 * c);
+    if (rescale != nullptr) {
+      const __m256 r = _mm256_set1_ps(rescale[h]);
+      for (int c = 0; c < C; ++c) acc[h][c] = _mm256_mul_ps(acc[h][c], r);
+    }
   }
   const auto* vrow = reinterpret_cast<const char*>(v);
   for (int j = 0; j < n; ++j, vrow += v_stride) {
@@ -310,14 +314,17 @@ void attn_pv_chunk(const float* p, int64_t p_stride, const uint16_t* v, int64_t 
 
 template <int H, typename Rows>
 void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t v_stride, int n, float* out,
-                   int64_t out_stride, int64_t hd) {
+                   int64_t out_stride, int64_t hd, const float* rescale) {
   const int64_t n8 = hd / 8 * 8;
   int64_t i = 0;
-  for (; i + 16 <= n8; i += 16) attn_pv_chunk<H, 2, Rows>(p, p_stride, v, v_stride, n, out, out_stride, i);
-  if (i < n8) attn_pv_chunk<H, 1, Rows>(p, p_stride, v, v_stride, n, out, out_stride, i);
-  // axpy_f16's scalar tail, the same expression per element and position.
+  for (; i + 16 <= n8; i += 16) attn_pv_chunk<H, 2, Rows>(p, p_stride, v, v_stride, n, out, out_stride, i, rescale);
+  if (i < n8) attn_pv_chunk<H, 1, Rows>(p, p_stride, v, v_stride, n, out, out_stride, i, rescale);
+  // scale's and axpy_f16's scalar tails, the same expression per element and position.
   for (int h = 0; h < H; ++h) {
     float* y = out + h * out_stride;
+    if (rescale != nullptr) {
+      for (int64_t e = n8; e < hd; ++e) y[e] *= rescale[h];
+    }
     const auto* vrow = reinterpret_cast<const char*>(v);
     for (int j = 0; j < n; ++j, vrow += v_stride) {
       const float a = p[h * p_stride + j];
@@ -329,29 +336,33 @@ void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t 
 
 template <typename Rows>
 void attn_pv_rows(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
-                  int64_t out_stride, int64_t hd) {
+                  int64_t out_stride, int64_t hd, const float* rescale) {
+  auto r = [&](int h) { return rescale != nullptr ? rescale + h : nullptr; };
   int h = 0;
   for (; h + 4 <= heads; h += 4)
-    attn_pv_heads<4, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+    attn_pv_heads<4, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd, r(h));
   switch (heads - h) {
     case 3:
-      return attn_pv_heads<3, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+      return attn_pv_heads<3, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
+                                    r(h));
     case 2:
-      return attn_pv_heads<2, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+      return attn_pv_heads<2, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
+                                    r(h));
     case 1:
-      return attn_pv_heads<1, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+      return attn_pv_heads<1, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
+                                    r(h));
     default:
       return;
   }
 }
 
 void attn_pv_f16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
-                 int64_t out_stride, int64_t hd) {
-  attn_pv_rows<F16Rows>(p, p_stride, heads, v, v_stride, n, out, out_stride, hd);
+                 int64_t out_stride, int64_t hd, const float* rescale) {
+  attn_pv_rows<F16Rows>(p, p_stride, heads, v, v_stride, n, out, out_stride, hd, rescale);
 }
 void attn_pv_bf16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
-                  int64_t out_stride, int64_t hd) {
-  attn_pv_rows<Bf16Rows>(p, p_stride, heads, v, v_stride, n, out, out_stride, hd);
+                  int64_t out_stride, int64_t hd, const float* rescale) {
+  attn_pv_rows<Bf16Rows>(p, p_stride, heads, v, v_stride, n, out, out_stride, hd, rescale);
 }
 
 // Lane j of the result = the sum of a[j]'s 8 lanes (a transposed hadd tree:
@@ -423,6 +434,27 @@ void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride,
 void attn_qk_bf16(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
                   int64_t s_stride) {
   attn_qk_rows<Bf16Rows>(q, heads, k, k_stride, n, hd, s, s_stride);
+}
+
+#include "backend/cpu/attn_qk_lanes.inc"
+
+// One key row widened to f32 (8 lanes at a time, then element by element).
+template <typename Rows>
+struct Widen {
+  static void row(const uint16_t* row, int64_t hd, float* out) {
+    int64_t i = 0;
+    for (; i + 8 <= hd; i += 8) _mm256_storeu_ps(out + i, Rows::load(row + i));
+    for (; i < hd; ++i) out[i] = Rows::value(row[i]);
+  }
+};
+
+void attn_qk_f16_lanes(const float* qt, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
+                       int64_t s_stride) {
+  attn_qk_lanes<8, Widen<F16Rows>>(qt, heads, k, k_stride, n, hd, s, s_stride);
+}
+void attn_qk_bf16_lanes(const float* qt, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
+                        int64_t s_stride) {
+  attn_qk_lanes<8, Widen<Bf16Rows>>(qt, heads, k, k_stride, n, hd, s, s_stride);
 }
 
 void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
@@ -642,6 +674,8 @@ constexpr Kernels kAvx2Table{
     .axpy_f16 = axpy_f16,
     .attn_pv_f16 = attn_pv_f16,
     .attn_qk_f16 = attn_qk_f16,
+    .attn_qk_f16_lanes = attn_qk_f16_lanes,
+    .attn_qk_bf16_lanes = attn_qk_bf16_lanes,
     .attn_pv_bf16 = attn_pv_bf16,
     .attn_qk_bf16 = attn_qk_bf16,
     .kv_int8_to_f16 = kv_int8_to_f16,

@@ -330,13 +330,17 @@ void axpy_f16(float a, const uint16_t* v, float* y, int64_t n) {
 // 4H accumulators stay in registers over all n positions.
 template <int H, __m512 (*Load)(const uint16_t*, __mmask16)>
 void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t v_stride, int n, float* out,
-                   int64_t out_stride, int64_t hd) {
+                   int64_t out_stride, int64_t hd, const float* rescale) {
   for (int64_t i0 = 0; i0 < hd; i0 += 64) {
     __mmask16 m[4];
     for (int c = 0; c < 4; ++c) m[c] = tail_mask(hd - i0 - 16 * c > 0 ? hd - i0 - 16 * c : 0);
     __m512 acc[H][4];
     for (int h = 0; h < H; ++h) {
       for (int c = 0; c < 4; ++c) acc[h][c] = load_f32(out + h * out_stride + i0 + 16 * c, m[c]);
+      if (rescale != nullptr) {
+        const __m512 r = _mm512_set1_ps(rescale[h]);
+        for (int c = 0; c < 4; ++c) acc[h][c] = _mm512_mul_ps(acc[h][c], r);
+      }
     }
     const auto* vrow = reinterpret_cast<const char*>(v);
     for (int j = 0; j < n; ++j, vrow += v_stride) {
@@ -357,29 +361,33 @@ void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t 
 
 template <__m512 (*Load)(const uint16_t*, __mmask16)>
 void attn_pv_rows(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
-                  int64_t out_stride, int64_t hd) {
+                  int64_t out_stride, int64_t hd, const float* rescale) {
+  auto r = [&](int h) { return rescale != nullptr ? rescale + h : nullptr; };
   int h = 0;
   for (; h + 4 <= heads; h += 4)
-    attn_pv_heads<4, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+    attn_pv_heads<4, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd, r(h));
   switch (heads - h) {
     case 3:
-      return attn_pv_heads<3, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+      return attn_pv_heads<3, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
+                                    r(h));
     case 2:
-      return attn_pv_heads<2, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+      return attn_pv_heads<2, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
+                                    r(h));
     case 1:
-      return attn_pv_heads<1, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd);
+      return attn_pv_heads<1, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
+                                    r(h));
     default:
       return;
   }
 }
 
 void attn_pv_f16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
-                 int64_t out_stride, int64_t hd) {
-  attn_pv_rows<load_f16>(p, p_stride, heads, v, v_stride, n, out, out_stride, hd);
+                 int64_t out_stride, int64_t hd, const float* rescale) {
+  attn_pv_rows<load_f16>(p, p_stride, heads, v, v_stride, n, out, out_stride, hd, rescale);
 }
 void attn_pv_bf16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
-                  int64_t out_stride, int64_t hd) {
-  attn_pv_rows<load_bf16>(p, p_stride, heads, v, v_stride, n, out, out_stride, hd);
+                  int64_t out_stride, int64_t hd, const float* rescale) {
+  attn_pv_rows<load_bf16>(p, p_stride, heads, v, v_stride, n, out, out_stride, hd, rescale);
 }
 
 // Lane j of the result = a[j]'s 16 lanes combined by op: a transposed tree
@@ -450,6 +458,28 @@ void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride,
 void attn_qk_bf16(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
                   int64_t s_stride) {
   attn_qk_rows<load_bf16>(q, heads, k, k_stride, n, hd, s, s_stride);
+}
+
+#include "backend/cpu/attn_qk_lanes.inc"
+
+// One key row widened to f32, 16 lanes at a time (the tail masked).
+template <__m512 (*Load)(const uint16_t*, __mmask16)>
+struct Widen {
+  static void row(const uint16_t* row, int64_t hd, float* out) {
+    for (int64_t i = 0; i < hd; i += 16) {
+      const __mmask16 m = tail_mask(hd - i);
+      _mm512_mask_storeu_ps(out + i, m, Load(row + i, m));
+    }
+  }
+};
+
+void attn_qk_f16_lanes(const float* qt, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
+                       int64_t s_stride) {
+  attn_qk_lanes<16, Widen<load_f16>>(qt, heads, k, k_stride, n, hd, s, s_stride);
+}
+void attn_qk_bf16_lanes(const float* qt, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
+                        int64_t s_stride) {
+  attn_qk_lanes<16, Widen<load_bf16>>(qt, heads, k, k_stride, n, hd, s, s_stride);
 }
 
 void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
@@ -683,6 +713,8 @@ const Kernels& avx512_kernels() {
       .axpy_f16 = axpy_f16,
       .attn_pv_f16 = attn_pv_f16,
       .attn_qk_f16 = attn_qk_f16,
+      .attn_qk_f16_lanes = attn_qk_f16_lanes,
+      .attn_qk_bf16_lanes = attn_qk_bf16_lanes,
       .attn_pv_bf16 = attn_pv_bf16,
       .attn_qk_bf16 = attn_qk_bf16,
       .kv_int8_to_f16 = kv_int8_to_f16,

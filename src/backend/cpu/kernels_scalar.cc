@@ -213,6 +213,8 @@ const Kernels& scalar_kernels() {
       .axpy_f16 = axpy_f16,
       .attn_pv_f16 = nullptr,
       .attn_qk_f16 = nullptr,
+      .attn_qk_f16_lanes = nullptr,
+      .attn_qk_bf16_lanes = nullptr,
       .attn_pv_bf16 = nullptr,
       .attn_qk_bf16 = nullptr,
       .kv_int8_to_f16 = kv_int8_to_f16,

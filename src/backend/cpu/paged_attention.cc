@@ -133,7 +133,8 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   const int32_t group = sh.n_heads / sh.n_kv_heads;
   const int32_t hd = sh.head_dim;
   const int32_t bs = kv.spec().block_size;
-  scratch.assign(static_cast<size_t>(group) * (3 + 2 * bs + hd) + bs, 0.0f);
+  const int32_t lane_chunks = (group + 7) / 8;  // 8 query heads per qt chunk
+  scratch.assign(static_cast<size_t>(group) * (3 + 2 * bs + hd) + bs + static_cast<size_t>(lane_chunks) * hd * 8, 0.0f);
   float* m = scratch.data();                                       // [group] running max
   float* l = m + group;                                            // [group] running sum
   float* corr = l + group;                                         // [group] this tile's rescale factor
@@ -141,6 +142,7 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   float* q_scaled = s + static_cast<int64_t>(group) * bs;          // [group, hd] q * scale (attn_qk_f16)
   float* p_scaled = q_scaled + static_cast<int64_t>(group) * hd;   // [group, bs] p * value scale (8-bit KV)
   float* row_scale = p_scaled + static_cast<int64_t>(group) * bs;  // [bs] 8-bit rows' scales
+  float* qt = row_scale + bs;  // [lane_chunks, hd, 8] q * scale, heads in lanes (attn_qk_f16_lanes)
   std::fill(m, m + group, -std::numeric_limits<float>::infinity());
   std::fill(out, out + static_cast<int64_t>(group) * hd, 0.0f);
   const int32_t n_ctx = end;
@@ -160,10 +162,18 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   const auto attn_qk = bf16_rows ? k.attn_qk_bf16 : f16_rows ? k.attn_qk_f16 : nullptr;
   const bool group_pv = attn_pv != nullptr;
   const bool group_qk = attn_qk != nullptr && hd <= kAttnMaxHeadDim;
+  // Groups of at least kAttnQkLanesMinHeads heads: the heads in the lanes.
+  const auto attn_qk_lanes = bf16_rows ? k.attn_qk_bf16_lanes : f16_rows ? k.attn_qk_f16_lanes : nullptr;
+  const bool lanes_qk = group_qk && attn_qk_lanes != nullptr && group >= kAttnQkLanesMinHeads;
   if (to_f16 != nullptr) rows16.resize(static_cast<size_t>(bs) * hd);
   if (group_qk) {
     // Scores come out scaled (softmax scale folded into q once per item).
     for (int64_t i = 0; i < static_cast<int64_t>(group) * hd; ++i) q_scaled[i] = q[i] * sh.scale;
+    if (lanes_qk) {  // qt(g, d) = q_scaled[g][d]; lanes past the group stay 0
+      for (int32_t g = 0; g < group; ++g) {
+        for (int32_t i = 0; i < hd; ++i) qt[(static_cast<int64_t>(g / 8) * hd + i) * 8 + g % 8] = q_scaled[g * hd + i];
+      }
+    }
   }
   const auto head_bytes = static_cast<int64_t>(kv_head_bytes(t, hd));
   const bool prefetch = seq.n_tokens <= kPrefetchMaxRows;
@@ -187,8 +197,12 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
         key_stride = hd * static_cast<int64_t>(sizeof(uint16_t));
       }
       for (int32_t j0 = 0; j0 < n; j0 += kAttnKeys) {
-        attn_qk(q_scaled, group, reinterpret_cast<const uint16_t*>(keys + j0 * key_stride), key_stride,
-                std::min(kAttnKeys, n - j0), hd, s + j0, bs);
+        const auto* kj = reinterpret_cast<const uint16_t*>(keys + j0 * key_stride);
+        if (lanes_qk) {
+          attn_qk_lanes(qt, group, kj, key_stride, std::min(kAttnKeys, n - j0), hd, s + j0, bs);
+        } else {
+          attn_qk(q_scaled, group, kj, key_stride, std::min(kAttnKeys, n - j0), hd, s + j0, bs);
+        }
       }
       if (to_f16 != nullptr) {
         for (int32_t g = 0; g < group; ++g) {
@@ -217,21 +231,21 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
     // Every head of the group: p = exp(s - m'), m, l updated, corr = the
     // factor that brings the accumulator to the new maximum.
     k.softmax_tile(s, bs, group, n, m, l, corr);
-    for (int32_t g = 0; g < group; ++g) {
+    for (int32_t g = 0; g < group && !group_pv; ++g) {
       float* og = out + static_cast<int64_t>(g) * hd;
       if (corr[g] != 1.0f) k.scale(og, corr[g], hd);
-      if (!group_pv) {
-        const float* sg = s + static_cast<int64_t>(g) * bs;
-        for (int32_t j = 0; j < n; ++j) {
-          add_value(k, t, sg[j], static_cast<const uint8_t*>(kv.v(layer, slot0 + j)) + head_off, og, hd);
-        }
+      const float* sg = s + static_cast<int64_t>(g) * bs;
+      for (int32_t j = 0; j < n; ++j) {
+        add_value(k, t, sg[j], static_cast<const uint8_t*>(kv.v(layer, slot0 + j)) + head_off, og, hd);
       }
     }
+    // The grouped kernels rescale each head's accumulator by corr as they
+    // load it (the same product as scale).
     if (group_pv && to_f16 == nullptr) {
       // Every head of the group at once: the same FMAs per head as the
       // axpy_f16 loop above, each value row converted once.
       const auto* v0 = static_cast<const uint8_t*>(kv.v(layer, slot0)) + head_off;
-      attn_pv(s, bs, group, reinterpret_cast<const uint16_t*>(v0), row_bytes, n, out, hd, hd);
+      attn_pv(s, bs, group, reinterpret_cast<const uint16_t*>(v0), row_bytes, n, out, hd, hd, corr);
     } else if (group_pv) {
       // out += (p * scale_j) * value_j / unit: add_value's products.
       const auto* v0 = static_cast<const uint8_t*>(kv.v(layer, slot0)) + head_off;
@@ -239,7 +253,7 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
       for (int32_t g = 0; g < group; ++g) {
         for (int32_t j = 0; j < n; ++j) p_scaled[g * bs + j] = s[g * bs + j] * row_scale[j];
       }
-      attn_pv(p_scaled, bs, group, rows16.data(), hd * static_cast<int64_t>(sizeof(uint16_t)), n, out, hd, hd);
+      attn_pv(p_scaled, bs, group, rows16.data(), hd * static_cast<int64_t>(sizeof(uint16_t)), n, out, hd, hd, corr);
     }
   }
   if (m_out != nullptr) {
