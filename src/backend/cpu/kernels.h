@@ -49,10 +49,12 @@ struct QuantKernels {
 inline constexpr int kAttnKeys = 16;
 inline constexpr int64_t kAttnMaxHeadDim = 256;
 // The fewest query heads per KV head for which attention takes
-// attn_qk_f16_lanes over attn_qk_f16. Per 16 keys, attn_qk_f16 spends per
-// head 4 vector FMAs per 64 elements and a 46-op transposed reduction;
-// attn_qk_f16_lanes a fixed 16 FMAs per element on 8-lane vectors for up to 8
-// heads: more work below ~5 heads, less from there (1.1B Llama shape: 8).
+// attn_qk_f16_lanes over attn_qk_f16. Per 16 keys of 64 elements the AVX-512
+// attn_qk_f16 spends per head 64 16-lane FMAs and a 46-op transposed
+// reduction (~110 cycles on Zen 4, one 16-lane op per cycle);
+// attn_qk_f16_lanes 1024 8-lane FMAs for up to 8 heads whatever their
+// number (~512 cycles at two per cycle): slower below ~5 heads, faster from
+// there (the 1.1B Llama shape has 8).
 inline constexpr int kAttnQkLanesMinHeads = 5;
 
 struct Kernels {
