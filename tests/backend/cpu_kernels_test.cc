@@ -310,6 +310,30 @@ TEST(CpuKernels, AttnPvF16MatchesAxpyLoop) {
   if (!any) GTEST_SKIP() << "no table on this CPU has attn_pv_f16";
 }
 
+// Attention scores s[heads rows of s_stride] against double-precision dot
+// products of q[heads, hd] with key(j, i), key j's element i: each within
+// tol(hd) * sum |q_i * key_i|, and past n the -7 the caller filled in.
+template <typename Key>
+void check_scores(const std::vector<float>& s, int64_t s_stride, const std::vector<float>& q, int heads, int64_t hd,
+                  int n, Key key, double tol) {
+  for (int g = 0; g < heads; ++g) {
+    for (int j = 0; j < s_stride; ++j) {
+      const float got = s[static_cast<size_t>(g * s_stride + j)];
+      if (j >= n) {
+        ASSERT_EQ(got, -7.0f) << "wrote past n: head " << g << " key " << j;
+        continue;
+      }
+      double dot = 0, mag = 0;
+      for (int64_t i = 0; i < hd; ++i) {
+        const double prod = static_cast<double>(q[static_cast<size_t>(g * hd + i)]) * key(j, i);
+        dot += prod;
+        mag += std::fabs(prod);
+      }
+      ASSERT_NEAR(got, dot, tol * mag + 1e-30) << "head " << g << " key " << j;
+    }
+  }
+}
+
 // attn_qk_f16 against double-precision dot products of the f16 keys (every
 // key position of the 16, head counts, hd around the 16-element step and
 // its masked tail up to kAttnMaxHeadDim, strided rows as in the KV cache),
@@ -336,23 +360,10 @@ TEST(CpuKernels, AttnQkF16MatchesDoublePrecision) {
           std::vector<float> s(static_cast<size_t>(heads * s_stride), -7.0f);
           k.attn_qk_f16(q.data(), heads, keys.data(), k_row * static_cast<int64_t>(sizeof(uint16_t)), n, hd, s.data(),
                         s_stride);
-          for (int g = 0; g < heads; ++g) {
-            for (int j = 0; j < s_stride; ++j) {
-              const float got = s[static_cast<size_t>(g * s_stride + j)];
-              if (j >= n) {
-                ASSERT_EQ(got, -7.0f) << "wrote past n: head " << g << " key " << j;
-                continue;
-              }
-              double dot = 0, mag = 0;
-              for (int64_t i = 0; i < hd; ++i) {
-                const double prod = static_cast<double>(q[static_cast<size_t>(g * hd + i)]) *
-                                    fp16_to_fp32(keys[static_cast<size_t>(j * k_row + i)]);
-                dot += prod;
-                mag += std::fabs(prod);
-              }
-              ASSERT_NEAR(got, dot, 2e-6 * mag + 1e-30) << "head " << g << " key " << j;
-            }
-          }
+          auto key = [&](int j, int64_t i) {
+            return static_cast<double>(fp16_to_fp32(keys[static_cast<size_t>(j * k_row + i)]));
+          };
+          ASSERT_NO_FATAL_FAILURE(check_scores(s, s_stride, q, heads, hd, n, key, 2e-6));
         }
       }
     }
@@ -401,23 +412,8 @@ TEST(CpuKernels, AttnQkLanesMatchDoublePrecisionAndAgreeAcrossTables) {
             std::vector<float> s(static_cast<size_t>(heads * s_stride), -7.0f);
             fn(qt.data(), heads, keys.data(), k_row * static_cast<int64_t>(sizeof(uint16_t)), n, hd, s.data(),
                s_stride);
-            for (int g = 0; g < heads; ++g) {
-              for (int j = 0; j < s_stride; ++j) {
-                const float got = s[static_cast<size_t>(g * s_stride + j)];
-                if (j >= n) {
-                  ASSERT_EQ(got, -7.0f) << isa_label(isa) << " wrote past n: head " << g << " key " << j;
-                  continue;
-                }
-                double dot = 0, mag = 0;
-                for (int64_t i = 0; i < hd; ++i) {
-                  const double prod = q[static_cast<size_t>(g * hd + i)] * key(j, i);
-                  dot += prod;
-                  mag += std::fabs(prod);
-                }
-                ASSERT_NEAR(got, dot, static_cast<double>(hd) * 0x1p-24 * mag + 1e-30)
-                    << isa_label(isa) << " head " << g << " key " << j;
-              }
-            }
+            ASSERT_NO_FATAL_FAILURE(check_scores(s, s_stride, q, heads, hd, n, key, static_cast<double>(hd) * 0x1p-24))
+                << isa_label(isa);
             if (first.empty()) {
               first = s;
             } else {
@@ -460,22 +456,7 @@ TEST(CpuKernels, AttnBf16KernelsMatchDoublePrecision) {
           const std::vector<float> q = random_floats(heads * hd, seed + 1, 2.0f);
           std::vector<float> s(static_cast<size_t>(heads * s_stride), -7.0f);
           k.attn_qk_bf16(q.data(), heads, rows.data(), row_bytes, n, hd, s.data(), s_stride);
-          for (int g = 0; g < heads; ++g) {
-            for (int j = 0; j < s_stride; ++j) {
-              const float got = s[static_cast<size_t>(g * s_stride + j)];
-              if (j >= n) {
-                ASSERT_EQ(got, -7.0f) << "wrote past n: head " << g << " key " << j;
-                continue;
-              }
-              double dot = 0, mag = 0;
-              for (int64_t i = 0; i < hd; ++i) {
-                const double prod = q[static_cast<size_t>(g * hd + i)] * at(j, i);
-                dot += prod;
-                mag += std::fabs(prod);
-              }
-              ASSERT_NEAR(got, dot, 2e-6 * mag + 1e-30) << "head " << g << " key " << j;
-            }
-          }
+          ASSERT_NO_FATAL_FAILURE(check_scores(s, s_stride, q, heads, hd, n, at, 2e-6));
           // Values.
           const int64_t p_stride = n + 3, out_stride = hd + 7;
           std::vector<float> p = random_floats(heads * p_stride, seed + 2);

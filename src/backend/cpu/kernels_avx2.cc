@@ -436,8 +436,6 @@ void attn_qk_bf16(const float* q, int heads, const uint16_t* k, int64_t k_stride
   attn_qk_rows<Bf16Rows>(q, heads, k, k_stride, n, hd, s, s_stride);
 }
 
-#include "backend/cpu/attn_qk_lanes.inc"
-
 // One key row widened to f32 (8 lanes at a time, then element by element).
 template <typename Rows>
 struct Widen {
@@ -448,14 +446,11 @@ struct Widen {
   }
 };
 
-void attn_qk_f16_lanes(const float* qt, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
-                       int64_t s_stride) {
-  attn_qk_lanes<8, Widen<F16Rows>>(qt, heads, k, k_stride, n, hd, s, s_stride);
-}
-void attn_qk_bf16_lanes(const float* qt, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
-                        int64_t s_stride) {
-  attn_qk_lanes<8, Widen<Bf16Rows>>(qt, heads, k, k_stride, n, hd, s, s_stride);
-}
+// attn_qk_lanes.inc's table entries: 8 keys per pass (16 registers).
+constexpr int kLanesKeys = 8;
+using WidenF16 = Widen<F16Rows>;
+using WidenBf16 = Widen<Bf16Rows>;
+#include "backend/cpu/attn_qk_lanes.inc"
 
 void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
   for (int j = 0; j < n; ++j) {

@@ -460,8 +460,6 @@ void attn_qk_bf16(const float* q, int heads, const uint16_t* k, int64_t k_stride
   attn_qk_rows<load_bf16>(q, heads, k, k_stride, n, hd, s, s_stride);
 }
 
-#include "backend/cpu/attn_qk_lanes.inc"
-
 // One key row widened to f32, 16 lanes at a time (the tail masked).
 template <__m512 (*Load)(const uint16_t*, __mmask16)>
 struct Widen {
@@ -473,14 +471,11 @@ struct Widen {
   }
 };
 
-void attn_qk_f16_lanes(const float* qt, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
-                       int64_t s_stride) {
-  attn_qk_lanes<16, Widen<load_f16>>(qt, heads, k, k_stride, n, hd, s, s_stride);
-}
-void attn_qk_bf16_lanes(const float* qt, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
-                        int64_t s_stride) {
-  attn_qk_lanes<16, Widen<load_bf16>>(qt, heads, k, k_stride, n, hd, s, s_stride);
-}
+// attn_qk_lanes.inc's table entries: 16 keys per pass (32 registers).
+constexpr int kLanesKeys = 16;
+using WidenF16 = Widen<load_f16>;
+using WidenBf16 = Widen<load_bf16>;
+#include "backend/cpu/attn_qk_lanes.inc"
 
 void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
   for (int j = 0; j < n; ++j) {
