@@ -92,9 +92,12 @@ class DeviceMatrix {
 enum class MatrixUse { kMatmul, kLogits, kEmbedding };
 
 // The paged KV cache's memory on a device: per layer, K and V of
-// [spec.num_blocks * spec.block_size slots, n_kv_heads, head_dim] in
-// spec.dtype (kv/kv_cache_spec.h). Which slots belong to which sequence is
-// host logic (kv/); the device only sees slot mappings and block tables.
+// spec.num_blocks * spec.block_size slots, n_kv_heads, head_dim in
+// spec.dtype (kv/kv_cache_spec.h), each block's slots in one contiguous
+// range of spec.block_size rows' bytes; how a block lays out its slots is
+// the backend's (the CPU backend's: backend/cpu/kv_buffer.h). Which slots
+// belong to which sequence is host logic (kv/); the device only sees slot
+// mappings and block tables.
 class KvCache {
  public:
   virtual ~KvCache() = default;

@@ -371,13 +371,16 @@ TEST(CpuKernels, AttnQkF16MatchesDoublePrecision) {
   if (!any) GTEST_SKIP() << "no table on this CPU has attn_qk_f16";
 }
 
-// attn_qk_f16_lanes / attn_qk_bf16_lanes (heads in the lanes, queries
+// attn_qk_f16_kt / attn_qk_bf16_kt (keys transposed, as KvBuffer stores
+// 16-bit K) and attn_qk_f16_lanes (f16 rows, heads in the lanes, queries
 // transposed) against double-precision dot products: head counts around the
-// 8-lane chunks, hd with and without 8- and 16-element tails, every n, strided
-// rows; scores past n untouched. The bound is the worst case of one FMA chain
-// of hd terms (|error| <= hd * 2^-24 * sum |q_d k_d|, Higham 2002, 3.1), and
-// every table that has the kernels gives the same bits (kernels.h).
-TEST(CpuKernels, AttnQkLanesMatchDoublePrecisionAndAgreeAcrossTables) {
+// 8-head chunks, hd with and without 8- and 16-element tails, every n up to
+// 9 and 16, strided rows and a key stride other than 16; scores past n
+// untouched. The bound is the worst case of one FMA chain of hd terms
+// (|error| <= hd * 2^-24 * sum |q_d k_d|, Higham 2002, 3.1). Both forms
+// compute the same chains, so every table and both forms give the same bits
+// (kernels.h).
+TEST(CpuKernels, AttnQkKtAndLanesMatchDoublePrecisionAndAgree) {
   int tables = 0;
   for (bool bf16 : {false, true}) {
     for (int heads : {1, 5, 8, 9, 16}) {
@@ -386,11 +389,18 @@ TEST(CpuKernels, AttnQkLanesMatchDoublePrecisionAndAgreeAcrossTables) {
           SCOPED_TRACE(std::string(bf16 ? "bf16" : "f16") + " heads=" + std::to_string(heads) +
                        " hd=" + std::to_string(hd) + " n=" + std::to_string(n));
           const int64_t k_row = 3 * hd + 5;  // elements between key rows (other KV heads in between)
+          const int64_t kt_stride = 19;      // elements between a transposed key's elements
           const int64_t s_stride = kAttnKeys + 3;
           const auto seed = static_cast<uint32_t>(heads * 10000 + hd * 20 + n + (bf16 ? 7 : 0));
           const std::vector<float> kf = random_floats(n * k_row, seed);
-          std::vector<uint16_t> keys(kf.size());
+          std::vector<uint16_t> keys(kf.size());                                 // [n, k_row]
+          std::vector<uint16_t> keys_t(static_cast<size_t>(hd * kt_stride), 0);  // [hd, kt_stride]
           for (size_t i = 0; i < kf.size(); ++i) keys[i] = bf16 ? fp32_to_bf16(kf[i]) : fp32_to_fp16(kf[i]);
+          for (int j = 0; j < n; ++j) {
+            for (int64_t d = 0; d < hd; ++d) {
+              keys_t[static_cast<size_t>(d * kt_stride + j)] = keys[static_cast<size_t>(j * k_row + d)];
+            }
+          }
           auto key = [&](int j, int64_t i) {
             const uint16_t v = keys[static_cast<size_t>(j * k_row + i)];
             return static_cast<double>(bf16 ? bf16_to_fp32(v) : fp16_to_fp32(v));
@@ -403,39 +413,46 @@ TEST(CpuKernels, AttnQkLanesMatchDoublePrecisionAndAgreeAcrossTables) {
               qt[static_cast<size_t>(((g / 8) * hd + d) * 8 + g % 8)] = q[static_cast<size_t>(g * hd + d)];
             }
           }
-          std::vector<float> first;  // the first table's scores
-          for (Isa isa : supported_isas()) {
-            const Kernels& k = kernels_for(isa);
-            const auto fn = bf16 ? k.attn_qk_bf16_lanes : k.attn_qk_f16_lanes;
-            if (fn == nullptr) continue;
-            ++tables;
-            std::vector<float> s(static_cast<size_t>(heads * s_stride), -7.0f);
-            fn(qt.data(), heads, keys.data(), k_row * static_cast<int64_t>(sizeof(uint16_t)), n, hd, s.data(),
-               s_stride);
-            ASSERT_NO_FATAL_FAILURE(check_scores(s, s_stride, q, heads, hd, n, key, static_cast<double>(hd) * 0x1p-24))
-                << isa_label(isa);
+          const double tol = static_cast<double>(hd) * 0x1p-24;
+          std::vector<float> first;  // the first result's scores
+          auto check = [&](const std::vector<float>& s, const std::string& what) {
+            ASSERT_NO_FATAL_FAILURE(check_scores(s, s_stride, q, heads, hd, n, key, tol)) << what;
             if (first.empty()) {
               first = s;
             } else {
-              ASSERT_EQ(0, std::memcmp(first.data(), s.data(), s.size() * sizeof(float))) << isa_label(isa);
+              ASSERT_EQ(0, std::memcmp(first.data(), s.data(), s.size() * sizeof(float))) << what;
+            }
+          };
+          for (Isa isa : supported_isas()) {
+            const Kernels& k = kernels_for(isa);
+            if (const auto kt = bf16 ? k.attn_qk_bf16_kt : k.attn_qk_f16_kt; kt != nullptr) {
+              ++tables;
+              std::vector<float> s(static_cast<size_t>(heads * s_stride), -7.0f);
+              kt(q.data(), heads, keys_t.data(), kt_stride, n, hd, s.data(), s_stride);
+              ASSERT_NO_FATAL_FAILURE(check(s, isa_label(isa) + " kt"));
+            }
+            if (!bf16 && k.attn_qk_f16_lanes != nullptr) {
+              std::vector<float> s(static_cast<size_t>(heads * s_stride), -7.0f);
+              k.attn_qk_f16_lanes(qt.data(), heads, keys.data(), k_row * static_cast<int64_t>(sizeof(uint16_t)), n, hd,
+                                  s.data(), s_stride);
+              ASSERT_NO_FATAL_FAILURE(check(s, isa_label(isa) + " lanes"));
             }
           }
         }
       }
     }
   }
-  if (tables == 0) GTEST_SKIP() << "no table on this CPU has attn_qk_f16_lanes";
+  if (tables == 0) GTEST_SKIP() << "no table on this CPU has attn_qk_f16_kt";
 }
 
-// attn_pv_bf16 / attn_qk_bf16 (a bf16 KV cache) against double-precision
-// sums of the bf16 rows: the f16 kernels' shapes with bf16 widening (head
-// counts around the register blocks, hd around the vector steps and tails,
-// strided rows), scores past n untouched.
-TEST(CpuKernels, AttnBf16KernelsMatchDoublePrecision) {
+// attn_pv_bf16 (a bf16 KV cache) against double-precision sums of the bf16
+// rows: the f16 kernel's shapes with bf16 widening (head counts around the
+// register blocks, hd around the vector steps and tails, strided rows).
+TEST(CpuKernels, AttnPvBf16MatchesDoublePrecision) {
   bool any = false;
   for (Isa isa : supported_isas()) {
     const Kernels& k = kernels_for(isa);
-    if (k.attn_pv_bf16 == nullptr || k.attn_qk_bf16 == nullptr) continue;
+    if (k.attn_pv_bf16 == nullptr) continue;
     any = true;
     for (int heads : {1, 3, 4, 5, 8}) {
       for (int64_t hd : {int64_t{1}, int64_t{16}, int64_t{40}, int64_t{64}, int64_t{130}, kAttnMaxHeadDim}) {
@@ -451,13 +468,6 @@ TEST(CpuKernels, AttnBf16KernelsMatchDoublePrecision) {
             return static_cast<double>(bf16_to_fp32(rows[static_cast<size_t>(j * row + i)]));
           };
           const auto row_bytes = row * static_cast<int64_t>(sizeof(uint16_t));
-          // Scores.
-          const int64_t s_stride = kAttnKeys + 3;
-          const std::vector<float> q = random_floats(heads * hd, seed + 1, 2.0f);
-          std::vector<float> s(static_cast<size_t>(heads * s_stride), -7.0f);
-          k.attn_qk_bf16(q.data(), heads, rows.data(), row_bytes, n, hd, s.data(), s_stride);
-          ASSERT_NO_FATAL_FAILURE(check_scores(s, s_stride, q, heads, hd, n, at, 2e-6));
-          // Values.
           const int64_t p_stride = n + 3, out_stride = hd + 7;
           std::vector<float> p = random_floats(heads * p_stride, seed + 2);
           for (float& x : p) x = std::fabs(x);  // softmax weights

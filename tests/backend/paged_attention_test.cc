@@ -199,5 +199,50 @@ TEST(KvBuffer, StoreLoadRoundTripErrorBounds) {
   }
 }
 
+// 16-bit K lies transposed within its block (kv_buffer.h): slot s's element
+// (head h, d) at k_lanes(layer, s / bs, h)[d * bs + s % bs], the other slots
+// of the block untouched; V keeps rows. Other dtypes keep K in rows.
+TEST(KvBuffer, SixteenBitKeysLieTransposedWithinTheirBlock) {
+  KvCacheSpec spec;
+  spec.n_layers = 2;
+  spec.n_kv_heads = 3;
+  spec.head_dim = 40;
+  spec.num_blocks = 3;
+  const int64_t n = int64_t{spec.n_kv_heads} * spec.head_dim;
+  const int64_t bs = spec.block_size;
+  std::vector<float> k(static_cast<size_t>(n)), v(k.size());
+  for (int64_t i = 0; i < n; ++i) {
+    k[static_cast<size_t>(i)] = 0.25f * static_cast<float>(i + 1);  // exact in f16 and bf16
+    v[static_cast<size_t>(i)] = -0.5f * static_cast<float>(i + 1);
+  }
+  for (KvDtype t : {KvDtype::kF16, KvDtype::kBF16, KvDtype::kF32, KvDtype::kInt8}) {
+    SCOPED_TRACE(kv_dtype_name(t));
+    spec.dtype = t;
+    auto buf = KvBuffer::create(spec);
+    ASSERT_TRUE(buf.ok());
+    const bool sixteen = t == KvDtype::kF16 || t == KvDtype::kBF16;
+    ASSERT_EQ((*buf)->keys_in_lanes(), sixteen);
+    const int64_t slot = bs + 5;  // block 1, lane 5
+    (*buf)->store(kernels(), 1, slot, k.data(), v.data());
+    if (!sixteen) continue;
+    for (int h = 0; h < spec.n_kv_heads; ++h) {
+      const uint16_t* kt = (*buf)->k_lanes(1, 1, h);
+      for (int d = 0; d < spec.head_dim; ++d) {
+        for (int64_t o = 0; o < bs; ++o) {
+          const uint16_t e = kt[d * bs + o];
+          const float got = t == KvDtype::kF16 ? fp16_to_fp32(e) : bf16_to_fp32(e);
+          ASSERT_EQ(got, o == 5 ? k[static_cast<size_t>(h * spec.head_dim + d)] : 0.0f)
+              << "head " << h << " dim " << d << " lane " << o;
+        }
+      }
+    }
+    const auto* vrow = static_cast<const uint16_t*>((*buf)->v(1, slot));
+    for (int64_t i = 0; i < n; ++i) {
+      const float got = t == KvDtype::kF16 ? fp16_to_fp32(vrow[i]) : bf16_to_fp32(vrow[i]);
+      ASSERT_EQ(got, v[static_cast<size_t>(i)]) << "value " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::cpu

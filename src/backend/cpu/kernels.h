@@ -124,17 +124,26 @@ struct Kernels {
   // attn_qk_f16; scores past n are not written. Null in tables without it.
   void (*attn_qk_f16_lanes)(const float* qt, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd,
                             float* s, int64_t s_stride);
-  // attn_qk_f16_lanes over bf16 rows (a bf16 KV cache).
-  void (*attn_qk_bf16_lanes)(const float* qt, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd,
-                             float* s, int64_t s_stride);
-  // attn_pv_f16 / attn_qk_f16 over bf16 rows (a bf16 KV cache): the same
-  // shapes, order and FMAs with each row element widened from bf16 (exact)
-  // instead of f16. Null where attn_pv_f16 / attn_qk_f16 are: callers then
-  // use add_value / dot_bf16 per position.
+  // Attention's key scores from keys stored transposed (KvBuffer's 16-bit K,
+  // keys_in_lanes): kt[d * kt_stride + j] is key j's element d, j < n <=
+  // kAttnKeys, d < hd (any hd);
+  //   s[g * s_stride + j] = q[g * hd .. g * hd + hd) · k_j   (f32, unscaled)
+  // for g < heads. Each score is one FMA chain over d = 0..hd-1 in order from
+  // 0: q[g][d] broadcast against element d of all n keys (one vector), so no
+  // reduction and no transposition is left, and the same bits as
+  // attn_qk_f16_lanes on the same keys in every table that has it. Scores
+  // past n are not written. Null in tables without it (callers then loop
+  // over the elements).
+  void (*attn_qk_f16_kt)(const float* q, int heads, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
+                         int64_t s_stride);
+  // attn_qk_f16_kt over bf16 keys (a bf16 KV cache).
+  void (*attn_qk_bf16_kt)(const float* q, int heads, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
+                          int64_t s_stride);
+  // attn_pv_f16 over bf16 rows (a bf16 KV cache): the same shapes, order
+  // and FMAs with each row element widened from bf16 (exact) instead of f16.
+  // Null where attn_pv_f16 is: callers then use add_value per position.
   void (*attn_pv_bf16)(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n,
                        float* out, int64_t out_stride, int64_t hd, const float* rescale);
-  void (*attn_qk_bf16)(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
-                       int64_t s_stride);
   // KV rows of 8-bit values, each followed by its f32 scale (kv_buffer.h:
   // int8, or FP8 E4M3 as core/fp8.h decodes it), to f16 rows that
   // attn_qk_f16 / attn_pv_f16 read: for j < n, with row j at byte offset

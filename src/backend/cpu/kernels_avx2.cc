@@ -431,10 +431,6 @@ void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride,
                  int64_t s_stride) {
   attn_qk_rows<F16Rows>(q, heads, k, k_stride, n, hd, s, s_stride);
 }
-void attn_qk_bf16(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
-                  int64_t s_stride) {
-  attn_qk_rows<Bf16Rows>(q, heads, k, k_stride, n, hd, s, s_stride);
-}
 
 // One key row widened to f32 (8 lanes at a time, then element by element).
 template <typename Rows>
@@ -449,8 +445,78 @@ struct Widen {
 // attn_qk_lanes.inc's table entries: 8 keys per pass (16 registers).
 constexpr int kLanesKeys = 8;
 using WidenF16 = Widen<F16Rows>;
-using WidenBf16 = Widen<Bf16Rows>;
 #include "backend/cpu/attn_qk_lanes.inc"
+
+// attn_qk_*_kt for H heads, 8 keys at a time: H accumulators, element d of
+// the keys one vector (a partial group's elements copied into a zero-padded
+// one), q[h][d] broadcast.
+template <int H, typename Rows>
+void attn_qk_kt_heads(const float* q, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
+                      int64_t s_stride) {
+  for (int j0 = 0; j0 < n; j0 += 8) {
+    const int nj = std::min(8, n - j0);
+    __m256 acc[H];
+#pragma GCC unroll 8
+    for (auto& a : acc) a = _mm256_setzero_ps();
+    alignas(16) uint16_t part[8] = {};
+    for (int64_t d = 0; d < hd; ++d) {
+      const uint16_t* e = kt + d * kt_stride + j0;
+      if (nj < 8) {
+        std::memcpy(part, e, static_cast<size_t>(nj) * sizeof(uint16_t));
+        e = part;
+      }
+      const __m256 kv = Rows::load(e);
+#pragma GCC unroll 8
+      for (int h = 0; h < H; ++h) acc[h] = _mm256_fmadd_ps(_mm256_set1_ps(q[h * hd + d]), kv, acc[h]);
+    }
+#pragma GCC unroll 8
+    for (int h = 0; h < H; ++h) {
+      float* out = s + h * s_stride + j0;
+      if (nj == 8) {
+        _mm256_storeu_ps(out, acc[h]);
+      } else {
+        _mm256_maskstore_ps(out, lane_mask(nj), acc[h]);
+      }
+    }
+  }
+}
+
+template <typename Rows>
+void attn_qk_kt(const float* q, int heads, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
+                int64_t s_stride) {
+  int h = 0;
+  for (; h + 8 <= heads; h += 8)
+    attn_qk_kt_heads<8, Rows>(q + h * hd, kt, kt_stride, n, hd, s + h * s_stride, s_stride);
+  const float* qh = q + h * hd;
+  float* sh = s + h * s_stride;
+  switch (heads - h) {
+    case 7:
+      return attn_qk_kt_heads<7, Rows>(qh, kt, kt_stride, n, hd, sh, s_stride);
+    case 6:
+      return attn_qk_kt_heads<6, Rows>(qh, kt, kt_stride, n, hd, sh, s_stride);
+    case 5:
+      return attn_qk_kt_heads<5, Rows>(qh, kt, kt_stride, n, hd, sh, s_stride);
+    case 4:
+      return attn_qk_kt_heads<4, Rows>(qh, kt, kt_stride, n, hd, sh, s_stride);
+    case 3:
+      return attn_qk_kt_heads<3, Rows>(qh, kt, kt_stride, n, hd, sh, s_stride);
+    case 2:
+      return attn_qk_kt_heads<2, Rows>(qh, kt, kt_stride, n, hd, sh, s_stride);
+    case 1:
+      return attn_qk_kt_heads<1, Rows>(qh, kt, kt_stride, n, hd, sh, s_stride);
+    default:
+      return;
+  }
+}
+
+void attn_qk_f16_kt(const float* q, int heads, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
+                    int64_t s_stride) {
+  attn_qk_kt<F16Rows>(q, heads, kt, kt_stride, n, hd, s, s_stride);
+}
+void attn_qk_bf16_kt(const float* q, int heads, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
+                     int64_t s_stride) {
+  attn_qk_kt<Bf16Rows>(q, heads, kt, kt_stride, n, hd, s, s_stride);
+}
 
 void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
   for (int j = 0; j < n; ++j) {
@@ -670,9 +736,9 @@ constexpr Kernels kAvx2Table{
     .attn_pv_f16 = attn_pv_f16,
     .attn_qk_f16 = attn_qk_f16,
     .attn_qk_f16_lanes = attn_qk_f16_lanes,
-    .attn_qk_bf16_lanes = attn_qk_bf16_lanes,
+    .attn_qk_f16_kt = attn_qk_f16_kt,
+    .attn_qk_bf16_kt = attn_qk_bf16_kt,
     .attn_pv_bf16 = attn_pv_bf16,
-    .attn_qk_bf16 = attn_qk_bf16,
     .kv_int8_to_f16 = kv_int8_to_f16,
     .kv_fp8_to_f16 = kv_fp8_to_f16,
     .scale = scale,

@@ -15,6 +15,8 @@ Result<std::unique_ptr<KvBuffer>> KvBuffer::create(const KvCacheSpec& spec) {
   buf->row_elems_ = static_cast<int64_t>(spec.n_kv_heads) * spec.head_dim;
   buf->row_bytes_ =
       static_cast<int64_t>(spec.n_kv_heads) * static_cast<int64_t>(kv_head_bytes(spec.dtype, spec.head_dim));
+  buf->keys_in_lanes_ = spec.dtype == KvDtype::kF16 || spec.dtype == KvDtype::kBF16;
+  buf->row16_.resize(static_cast<size_t>(buf->row_elems_));
   const auto n = static_cast<size_t>(spec.n_layers * spec.capacity_tokens() * buf->row_bytes_);
   auto k = HugePageMemory::allocate(n);
   auto v = HugePageMemory::allocate(n);
@@ -106,13 +108,30 @@ void load_row(const KvCacheSpec& spec, const void* src, float* x) {
 }  // namespace
 
 void KvBuffer::store(const Kernels& kernels, int layer, int64_t slot, const float* k, const float* v) {
-  store_row(kernels, spec_, k, this->k(layer, slot));
   store_row(kernels, spec_, v, this->v(layer, slot));
+  if (!keys_in_lanes_) {
+    store_row(kernels, spec_, k, this->k(layer, slot));
+    return;
+  }
+  // The row as 16-bit values, then element (head, d) to lane slot % bs of
+  // the block's [n_kv_heads * head_dim, bs] keys.
+  store_row(kernels, spec_, k, row16_.data());
+  const int64_t bs = spec_.block_size;
+  auto* block = static_cast<uint16_t*>(this->k(layer, slot / bs * bs)) + slot % bs;
+  for (int64_t i = 0; i < row_elems_; ++i) block[i * bs] = row16_[static_cast<size_t>(i)];
 }
 
 void KvBuffer::load(int layer, int64_t slot, float* k, float* v) const {
-  load_row(spec_, this->k(layer, slot), k);
   load_row(spec_, this->v(layer, slot), v);
+  if (!keys_in_lanes_) {
+    load_row(spec_, this->k(layer, slot), k);
+    return;
+  }
+  const int64_t bs = spec_.block_size;
+  const auto* block = static_cast<const uint16_t*>(this->k(layer, slot / bs * bs)) + slot % bs;
+  std::vector<uint16_t> row(static_cast<size_t>(row_elems_));
+  for (int64_t i = 0; i < row_elems_; ++i) row[static_cast<size_t>(i)] = block[i * bs];
+  load_row(spec_, row.data(), k);
 }
 
 void KvBuffer::copy_block(int32_t src, int32_t dst) {

@@ -1,13 +1,19 @@
 // KvBuffer: the CPU memory of a paged KV cache (layout from kv/kv_cache_spec.h).
-// Per layer, K and V are each [num_blocks * block_size, n_kv_heads, head_dim]
-// of spec.dtype (f16 by default; bf16, f32, and int8 / fp8 where each head's
+// Per layer, V is [num_blocks * block_size, n_kv_heads, head_dim] of
+// spec.dtype (f16 by default; bf16, f32, and int8 / fp8 where each head's
 // row is followed by its f32 scale), indexed by slot
-// (block * block_size + offset); a block's rows are contiguous so attention
-// streams one block at a time.
+// (block * block_size + offset), and so is K for f32, int8 and fp8. K of a
+// 16-bit cache (f16, bf16) is transposed within each block:
+//   [num_blocks, n_kv_heads, head_dim, block_size]
+// so that element d of a block's keys is one vector (keys_in_lanes(): the
+// scores take one FMA per element for 16 keys, kernels.h attn_qk_f16_kt).
+// Either way a block's bytes are contiguous (block_size rows' worth), so
+// attention streams one block at a time and copy_block copies bytes.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/huge_page_memory.h"
@@ -23,12 +29,22 @@ class KvBuffer final : public KvCache {
   static Result<std::unique_ptr<KvBuffer>> create(const KvCacheSpec& spec);
 
   const KvCacheSpec& spec() const override { return spec_; }
+  // Whether K is stored transposed within blocks (16-bit dtypes).
+  bool keys_in_lanes() const { return keys_in_lanes_; }
   // Row of slot `slot` in layer `layer`: n_kv_heads head rows of
-  // kv_head_bytes(spec().dtype, head_dim) bytes each.
+  // kv_head_bytes(spec().dtype, head_dim) bytes each. For K only without
+  // keys_in_lanes() (with it, k(layer, slot) is where the slot's block
+  // starts when slot is a block's first).
   void* k(int layer, int64_t slot) { return k_.data() + offset(layer, slot); }
   void* v(int layer, int64_t slot) { return v_.data() + offset(layer, slot); }
   const void* k(int layer, int64_t slot) const { return k_.data() + offset(layer, slot); }
   const void* v(int layer, int64_t slot) const { return v_.data() + offset(layer, slot); }
+  // With keys_in_lanes(): block `block`'s keys of KV head `head` in layer
+  // `layer`, [head_dim, block_size] 16-bit elements.
+  const uint16_t* k_lanes(int layer, int64_t block, int32_t head) const {
+    return reinterpret_cast<const uint16_t*>(k_.data() + offset(layer, block * spec_.block_size)) +
+           static_cast<int64_t>(head) * spec_.head_dim * spec_.block_size;
+  }
 
   // Converts k[n_kv_heads * head_dim] and v[...] (f32) into slot `slot`.
   void store(const Kernels& kernels, int layer, int64_t slot, const float* k, const float* v);
@@ -48,6 +64,8 @@ class KvBuffer final : public KvCache {
   KvCacheSpec spec_;
   int64_t row_elems_ = 0;  // n_kv_heads * head_dim
   int64_t row_bytes_ = 0;  // row_elems_ * element size
+  bool keys_in_lanes_ = false;
+  std::vector<uint16_t> row16_;  // store / load: one 16-bit K row [row_elems_]
   // Huge-page memory: decode at 4k context walks a page per KV block and
   // layer otherwise (0.78x the tokens/s, docs/quantization.md).
   HugePageMemory k_;  // [n_layers, slots, n_kv_heads, head_dim]

@@ -36,13 +36,20 @@ struct Item {
 // at most this many positions are computed exactly as without splitting.
 constexpr int32_t kSplitPositions = 1024;
 
-// q · k for one head's key row of the cache's dtype.
-float dot_key(const Kernels& k, KvDtype t, const uint8_t* key, const float* q, int64_t n) {
+// q · k for one head's key of the cache's dtype: a row, or for 16-bit
+// caches (keys transposed within their block, kv_buffer.h) the key's
+// elements `stride` elements apart.
+float dot_key(const Kernels& k, KvDtype t, const uint8_t* key, int64_t stride, const float* q, int64_t n) {
   switch (t) {
     case KvDtype::kF16:
-      return k.dot_f16(reinterpret_cast<const uint16_t*>(key), q, n);
-    case KvDtype::kBF16:
-      return k.dot_bf16(reinterpret_cast<const uint16_t*>(key), q, n);
+    case KvDtype::kBF16: {
+      const auto* e = reinterpret_cast<const uint16_t*>(key);
+      float sum = 0.0f;
+      for (int64_t i = 0; i < n; ++i) {
+        sum += q[i] * (t == KvDtype::kF16 ? fp16_to_fp32(e[i * stride]) : bf16_to_fp32(e[i * stride]));
+      }
+      return sum;
+    }
     case KvDtype::kF32:
       return k.dot_f32(reinterpret_cast<const float*>(key), q, n);
     case KvDtype::kInt8: {
@@ -159,14 +166,19 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   // The grouped kernels for the rows' 16-bit type (8-bit rows: f16 after to_f16).
   const bool bf16_rows = t == KvDtype::kBF16;
   const auto attn_pv = bf16_rows ? k.attn_pv_bf16 : f16_rows ? k.attn_pv_f16 : nullptr;
-  const auto attn_qk = bf16_rows ? k.attn_qk_bf16 : f16_rows ? k.attn_qk_f16 : nullptr;
+  // 16-bit keys lie transposed within their block (kv_buffer.h): every
+  // head's scores of a block from one attn_qk_*_kt call. 8-bit rows, after
+  // their conversion to f16 rows, take the row kernels.
+  const bool keys_t = kv.keys_in_lanes();
+  const auto attn_qk_kt = !keys_t ? nullptr : bf16_rows ? k.attn_qk_bf16_kt : k.attn_qk_f16_kt;
+  const auto attn_qk = !keys_t && to_f16 != nullptr ? k.attn_qk_f16 : nullptr;
   const bool group_pv = attn_pv != nullptr;
   const bool group_qk = attn_qk != nullptr && hd <= kAttnMaxHeadDim;
   // Groups of at least kAttnQkLanesMinHeads heads: the heads in the lanes.
-  const auto attn_qk_lanes = bf16_rows ? k.attn_qk_bf16_lanes : f16_rows ? k.attn_qk_f16_lanes : nullptr;
+  const auto attn_qk_lanes = k.attn_qk_f16_lanes;
   const bool lanes_qk = group_qk && attn_qk_lanes != nullptr && group >= kAttnQkLanesMinHeads;
   if (to_f16 != nullptr) rows16.resize(static_cast<size_t>(bs) * hd);
-  if (group_qk) {
+  if (group_qk || attn_qk_kt != nullptr) {
     // Scores come out scaled (softmax scale folded into q once per item).
     for (int64_t i = 0; i < static_cast<int64_t>(group) * hd; ++i) q_scaled[i] = q[i] * sh.scale;
     if (lanes_qk) {  // qt(g, d) = q_scaled[g][d]; lanes past the group stay 0
@@ -183,10 +195,21 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
     if (const int32_t ahead = start + kPrefetchBlocks * bs; prefetch && ahead < n_ctx) {
       const int64_t slot = static_cast<int64_t>(seq.block_table[static_cast<size_t>(ahead / bs)]) * bs;
       const int32_t rows = std::min(bs, n_ctx - ahead);
-      prefetch_rows(static_cast<const uint8_t*>(kv.k(layer, slot)) + head_off, rows, row_bytes, head_bytes);
+      if (keys_t) {  // this head's [hd, bs] keys, contiguous
+        prefetch_rows(reinterpret_cast<const uint8_t*>(kv.k_lanes(layer, slot / bs, kv_head)), 1, 0,
+                      static_cast<int64_t>(hd) * bs * static_cast<int64_t>(sizeof(uint16_t)));
+      } else {
+        prefetch_rows(static_cast<const uint8_t*>(kv.k(layer, slot)) + head_off, rows, row_bytes, head_bytes);
+      }
       prefetch_rows(static_cast<const uint8_t*>(kv.v(layer, slot)) + head_off, rows, row_bytes, head_bytes);
     }
-    if (group_qk) {
+    if (attn_qk_kt != nullptr) {
+      // Every head of the group at once, element d of 16 keys one vector.
+      const uint16_t* kt = kv.k_lanes(layer, slot0 / bs, kv_head);
+      for (int32_t j0 = 0; j0 < n; j0 += kAttnKeys) {
+        attn_qk_kt(q_scaled, group, kt + j0, bs, std::min(kAttnKeys, n - j0), hd, s + j0, bs);
+      }
+    } else if (group_qk) {
       // Every head of the group at once, each key row converted once.
       const auto* key0 = static_cast<const uint8_t*>(kv.k(layer, slot0)) + head_off;
       const uint8_t* keys = key0;  // f16 rows, key_stride bytes apart
@@ -210,22 +233,16 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
         }
       }
     }
-    if (!group_qk) {
+    if (!group_qk && attn_qk_kt == nullptr) {
       for (int32_t g = 0; g < group; ++g) {
         const float* qg = q + static_cast<int64_t>(g) * hd;
         float* sg = s + static_cast<int64_t>(g) * bs;
-        int32_t j = 0;
-        if (t == KvDtype::kF16) {
-          // Four keys per call, bit-identical to one dot_f16 each (kernels.h).
-          const auto* key0 = static_cast<const uint8_t*>(kv.k(layer, slot0)) + head_off;
-          for (; j + kDotRows <= n; j += kDotRows) {
-            k.dot_rows_f16(reinterpret_cast<const uint16_t*>(key0 + j * row_bytes), row_bytes, qg, hd, sg + j);
-          }
+        for (int32_t j = 0; j < n; ++j) {
+          const auto* key = keys_t ? reinterpret_cast<const uint8_t*>(kv.k_lanes(layer, slot0 / bs, kv_head) + j)
+                                   : static_cast<const uint8_t*>(kv.k(layer, slot0 + j)) + head_off;
+          sg[j] = dot_key(k, t, key, keys_t ? bs : 1, qg, hd);
         }
-        for (; j < n; ++j) {
-          sg[j] = dot_key(k, t, static_cast<const uint8_t*>(kv.k(layer, slot0 + j)) + head_off, qg, hd);
-        }
-        for (j = 0; j < n; ++j) sg[j] *= sh.scale;
+        for (int32_t j = 0; j < n; ++j) sg[j] *= sh.scale;
       }
     }
     // Every head of the group: p = exp(s - m'), m, l updated, corr = the
