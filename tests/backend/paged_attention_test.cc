@@ -147,12 +147,18 @@ TEST(PagedAttention, LongRowsSplitIntoRunsMatchNaiveSoftmaxAttention) {
 // (f32 exact; f16 / bf16 half an ulp; int8 half a step of max|x| / 127 per
 // head; fp8 E4M3 half an ulp of x / scale, i.e. 2^-4 relative, plus the
 // subnormal step 2^-10 * scale).
-TEST(KvBuffer, StoreLoadRoundTripErrorBounds) {
+// Two layers of 3 KV heads of 40 elements, 2 blocks.
+KvCacheSpec small_spec() {
   KvCacheSpec spec;
   spec.n_layers = 2;
   spec.n_kv_heads = 3;
   spec.head_dim = 40;
   spec.num_blocks = 2;
+  return spec;
+}
+
+TEST(KvBuffer, StoreLoadRoundTripErrorBounds) {
+  KvCacheSpec spec = small_spec();
   std::mt19937 rng(11);
   std::normal_distribution<float> dist(0.0f, 2.0f);
   const int64_t n = int64_t{spec.n_kv_heads} * spec.head_dim;
@@ -203,10 +209,7 @@ TEST(KvBuffer, StoreLoadRoundTripErrorBounds) {
 // (head h, d) at k_lanes(layer, s / bs, h)[d * bs + s % bs], the other slots
 // of the block untouched; V keeps rows. Other dtypes keep K in rows.
 TEST(KvBuffer, SixteenBitKeysLieTransposedWithinTheirBlock) {
-  KvCacheSpec spec;
-  spec.n_layers = 2;
-  spec.n_kv_heads = 3;
-  spec.head_dim = 40;
+  KvCacheSpec spec = small_spec();
   spec.num_blocks = 3;
   const int64_t n = int64_t{spec.n_kv_heads} * spec.head_dim;
   const int64_t bs = spec.block_size;

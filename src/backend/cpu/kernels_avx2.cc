@@ -442,11 +442,6 @@ struct Widen {
   }
 };
 
-// attn_qk_lanes.inc's table entries: 8 keys per pass (16 registers).
-constexpr int kLanesKeys = 8;
-using WidenF16 = Widen<F16Rows>;
-#include "backend/cpu/attn_qk_lanes.inc"
-
 // attn_qk_*_kt for H heads, 8 keys at a time: H accumulators, element d of
 // the keys one vector (a partial group's elements copied into a zero-padded
 // one), q[h][d] broadcast.
@@ -481,42 +476,12 @@ void attn_qk_kt_heads(const float* q, const uint16_t* kt, int64_t kt_stride, int
   }
 }
 
-template <typename Rows>
-void attn_qk_kt(const float* q, int heads, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
-                int64_t s_stride) {
-  int h = 0;
-  for (; h + 8 <= heads; h += 8)
-    attn_qk_kt_heads<8, Rows>(q + h * hd, kt, kt_stride, n, hd, s + h * s_stride, s_stride);
-  const float* qh = q + h * hd;
-  float* sh = s + h * s_stride;
-  switch (heads - h) {
-    case 7:
-      return attn_qk_kt_heads<7, Rows>(qh, kt, kt_stride, n, hd, sh, s_stride);
-    case 6:
-      return attn_qk_kt_heads<6, Rows>(qh, kt, kt_stride, n, hd, sh, s_stride);
-    case 5:
-      return attn_qk_kt_heads<5, Rows>(qh, kt, kt_stride, n, hd, sh, s_stride);
-    case 4:
-      return attn_qk_kt_heads<4, Rows>(qh, kt, kt_stride, n, hd, sh, s_stride);
-    case 3:
-      return attn_qk_kt_heads<3, Rows>(qh, kt, kt_stride, n, hd, sh, s_stride);
-    case 2:
-      return attn_qk_kt_heads<2, Rows>(qh, kt, kt_stride, n, hd, sh, s_stride);
-    case 1:
-      return attn_qk_kt_heads<1, Rows>(qh, kt, kt_stride, n, hd, sh, s_stride);
-    default:
-      return;
-  }
-}
-
-void attn_qk_f16_kt(const float* q, int heads, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
-                    int64_t s_stride) {
-  attn_qk_kt<F16Rows>(q, heads, kt, kt_stride, n, hd, s, s_stride);
-}
-void attn_qk_bf16_kt(const float* q, int heads, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
-                     int64_t s_stride) {
-  attn_qk_kt<Bf16Rows>(q, heads, kt, kt_stride, n, hd, s, s_stride);
-}
+// attn_qk_lanes.inc's table entries: 8 keys per pass (16 registers).
+constexpr int kLanesKeys = 8;
+using WidenF16 = Widen<F16Rows>;
+using KtF16 = F16Rows;
+using KtBf16 = Bf16Rows;
+#include "backend/cpu/attn_qk_lanes.inc"
 
 void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
   for (int j = 0; j < n; ++j) {

@@ -456,25 +456,22 @@ void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride,
   attn_qk_rows<load_f16>(q, heads, k, k_stride, n, hd, s, s_stride);
 }
 
-// One key row widened to f32, 16 lanes at a time (the tail masked).
+// 16-bit key elements widened to f32: one row, 16 lanes at a time (the
+// tail masked), or one masked vector.
 template <__m512 (*Load)(const uint16_t*, __mmask16)>
-struct Widen {
+struct Keys {
   static void row(const uint16_t* row, int64_t hd, float* out) {
     for (int64_t i = 0; i < hd; i += 16) {
       const __mmask16 m = tail_mask(hd - i);
       _mm512_mask_storeu_ps(out + i, m, Load(row + i, m));
     }
   }
+  static __m512 load(const uint16_t* p, __mmask16 m) { return Load(p, m); }
 };
-
-// attn_qk_lanes.inc's table entries: 16 keys per pass (32 registers).
-constexpr int kLanesKeys = 16;
-using WidenF16 = Widen<load_f16>;
-#include "backend/cpu/attn_qk_lanes.inc"
 
 // attn_qk_*_kt for H heads: H accumulators of the n <= 16 keys, element d
 // of the keys one masked vector, q[h][d] the broadcast operand of the FMA.
-template <int H, __m512 (*Load)(const uint16_t*, __mmask16)>
+template <int H, typename K>
 void attn_qk_kt_heads(const float* q, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
                       int64_t s_stride) {
   const __mmask16 m = tail_mask(n);
@@ -482,7 +479,7 @@ void attn_qk_kt_heads(const float* q, const uint16_t* kt, int64_t kt_stride, int
 #pragma GCC unroll 8
   for (auto& a : acc) a = _mm512_setzero_ps();
   for (int64_t d = 0; d < hd; ++d) {
-    const __m512 kv = Load(kt + d * kt_stride, m);
+    const __m512 kv = K::load(kt + d * kt_stride, m);
 #pragma GCC unroll 8
     for (int h = 0; h < H; ++h) acc[h] = _mm512_fmadd_ps(_mm512_set1_ps(q[h * hd + d]), kv, acc[h]);
   }
@@ -490,42 +487,12 @@ void attn_qk_kt_heads(const float* q, const uint16_t* kt, int64_t kt_stride, int
   for (int h = 0; h < H; ++h) _mm512_mask_storeu_ps(s + h * s_stride, m, acc[h]);
 }
 
-template <__m512 (*Load)(const uint16_t*, __mmask16)>
-void attn_qk_kt(const float* q, int heads, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
-                int64_t s_stride) {
-  int h = 0;
-  for (; h + 8 <= heads; h += 8)
-    attn_qk_kt_heads<8, Load>(q + h * hd, kt, kt_stride, n, hd, s + h * s_stride, s_stride);
-  const float* qh = q + h * hd;
-  float* sh = s + h * s_stride;
-  switch (heads - h) {
-    case 7:
-      return attn_qk_kt_heads<7, Load>(qh, kt, kt_stride, n, hd, sh, s_stride);
-    case 6:
-      return attn_qk_kt_heads<6, Load>(qh, kt, kt_stride, n, hd, sh, s_stride);
-    case 5:
-      return attn_qk_kt_heads<5, Load>(qh, kt, kt_stride, n, hd, sh, s_stride);
-    case 4:
-      return attn_qk_kt_heads<4, Load>(qh, kt, kt_stride, n, hd, sh, s_stride);
-    case 3:
-      return attn_qk_kt_heads<3, Load>(qh, kt, kt_stride, n, hd, sh, s_stride);
-    case 2:
-      return attn_qk_kt_heads<2, Load>(qh, kt, kt_stride, n, hd, sh, s_stride);
-    case 1:
-      return attn_qk_kt_heads<1, Load>(qh, kt, kt_stride, n, hd, sh, s_stride);
-    default:
-      return;
-  }
-}
-
-void attn_qk_f16_kt(const float* q, int heads, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
-                    int64_t s_stride) {
-  attn_qk_kt<load_f16>(q, heads, kt, kt_stride, n, hd, s, s_stride);
-}
-void attn_qk_bf16_kt(const float* q, int heads, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
-                     int64_t s_stride) {
-  attn_qk_kt<load_bf16>(q, heads, kt, kt_stride, n, hd, s, s_stride);
-}
+// attn_qk_lanes.inc's table entries: 16 keys per pass (32 registers).
+constexpr int kLanesKeys = 16;
+using WidenF16 = Keys<load_f16>;
+using KtF16 = Keys<load_f16>;
+using KtBf16 = Keys<load_bf16>;
+#include "backend/cpu/attn_qk_lanes.inc"
 
 void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
   for (int j = 0; j < n; ++j) {
