@@ -45,13 +45,13 @@ std::string version_text() {
       "backends:    {}\n"
       "parallel:    {}\n"
       "cpu kernels: {} (compiled; chosen at run time)\n"
-      "this cpu:    {} (runs {}; AVX-512 VNNI {}; {} physical cores)",
+      "this cpu:    {} (runs {}; AVX-512 VNNI {}; AVX512-BF16 {}; {} physical cores)",
       TESSERA_VERSION, kGitCommit, TESSERA_BUILD_TYPE, compiler(), __cplusplus / 100 % 100,
       TESSERA_SANITIZED ? ", ASan+UBSan" : "", fmt::join(device_names(), ", "),
       parallel_available() ? "mpi (mpirun -np T*P tessera ... --tensor-parallel-size T --pipeline-parallel-size P)"
                            : "none (built without MPI)",
       join(compiled), isa_name(isa_from_environment()), join(supported_isas()), cpu_has_avx512_vnni() ? "yes" : "no",
-      physical_cores());
+      cpu_has_avx512_bf16() ? "yes" : "no", physical_cores());
 }
 
 }  // namespace tessera::cli

@@ -17,6 +17,10 @@ int physical_cores();
 // Whether the CPU has AVX-512 VNNI (the int8 dot products the tile kernels use).
 bool cpu_has_avx512_vnni();
 
+// Whether the CPU has AVX512-BF16 (vdpbf16ps: BF16 weights, and F16 weights
+// under --f16-matmul auto, multiply as bf16 at twice the f32 FMA rate).
+bool cpu_has_avx512_bf16();
+
 // Backends this build has, in the registry's order ("cpu" first); what
 // BackendOptions::device may name.
 std::vector<std::string> device_names();

@@ -17,6 +17,10 @@ bool cpu_has_avx512_vnni() {
   return cpu_features().avx512_vnni;
 }
 
+bool cpu_has_avx512_bf16() {
+  return cpu_features().avx512_bf16;
+}
+
 std::vector<std::string> device_names() {
   return backend_names();
 }
