@@ -146,7 +146,7 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   float* l = m + group;                                            // [group] running sum
   float* corr = l + group;                                         // [group] this tile's rescale factor
   float* s = corr + group;                                         // [group, bs] scores of one tile
-  float* q_scaled = s + static_cast<int64_t>(group) * bs;          // [group, hd] q * scale (attn_qk_f16)
+  float* q_scaled = s + static_cast<int64_t>(group) * bs;          // [group, hd] q * scale (attn_qk_f16, _kt)
   float* p_scaled = q_scaled + static_cast<int64_t>(group) * hd;   // [group, bs] p * value scale (8-bit KV)
   float* row_scale = p_scaled + static_cast<int64_t>(group) * bs;  // [bs] 8-bit rows' scales
   float* qt = row_scale + bs;  // [lane_chunks, hd, 8] q * scale, heads in lanes (attn_qk_f16_lanes)
