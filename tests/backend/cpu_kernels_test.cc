@@ -372,15 +372,13 @@ TEST(CpuKernels, AttnQkF16MatchesDoublePrecision) {
 }
 
 // attn_qk_f16_kt / attn_qk_bf16_kt (keys transposed, as KvBuffer stores
-// 16-bit K) and attn_qk_f16_lanes (f16 rows, heads in the lanes, queries
-// transposed) against double-precision dot products: head counts around the
-// 8-head chunks, hd with and without 8- and 16-element tails, every n up to
-// 9 and 16, strided rows and a key stride other than 16; scores past n
-// untouched. The bound is the worst case of one FMA chain of hd terms
-// (|error| <= hd * 2^-24 * sum |q_d k_d|, Higham 2002, 3.1). Both forms
-// compute the same chains, so every table and both forms give the same bits
+// 16-bit K) against double-precision dot products: head counts around the
+// 8-head blocks, hd with and without 8- and 16-element tails, every n up to
+// 9 and 16, a key stride other than 16; scores past n untouched. The bound
+// is the worst case of one FMA chain of hd terms (|error| <= hd * 2^-24 *
+// sum |q_d k_d|, Higham 2002, 3.1), and every table gives the same bits
 // (kernels.h).
-TEST(CpuKernels, AttnQkKtAndLanesMatchDoublePrecisionAndAgree) {
+TEST(CpuKernels, AttnQkKtMatchesDoublePrecisionAndAgreesAcrossTables) {
   int tables = 0;
   for (bool bf16 : {false, true}) {
     for (int heads : {1, 5, 8, 9, 16}) {
@@ -388,54 +386,31 @@ TEST(CpuKernels, AttnQkKtAndLanesMatchDoublePrecisionAndAgree) {
         for (int n = 1; n <= kAttnKeys; n += (n < 9 ? 1 : 7)) {
           SCOPED_TRACE(std::string(bf16 ? "bf16" : "f16") + " heads=" + std::to_string(heads) +
                        " hd=" + std::to_string(hd) + " n=" + std::to_string(n));
-          const int64_t k_row = 3 * hd + 5;  // elements between key rows (other KV heads in between)
-          const int64_t kt_stride = 19;      // elements between a transposed key's elements
+          const int64_t kt_stride = 19;  // elements between a key's elements (keys j < n, then other slots)
           const int64_t s_stride = kAttnKeys + 3;
           const auto seed = static_cast<uint32_t>(heads * 10000 + hd * 20 + n + (bf16 ? 7 : 0));
-          const std::vector<float> kf = random_floats(n * k_row, seed);
-          std::vector<uint16_t> keys(kf.size());                                 // [n, k_row]
-          std::vector<uint16_t> keys_t(static_cast<size_t>(hd * kt_stride), 0);  // [hd, kt_stride]
-          for (size_t i = 0; i < kf.size(); ++i) keys[i] = bf16 ? fp32_to_bf16(kf[i]) : fp32_to_fp16(kf[i]);
-          for (int j = 0; j < n; ++j) {
-            for (int64_t d = 0; d < hd; ++d) {
-              keys_t[static_cast<size_t>(d * kt_stride + j)] = keys[static_cast<size_t>(j * k_row + d)];
-            }
-          }
-          auto key = [&](int j, int64_t i) {
-            const uint16_t v = keys[static_cast<size_t>(j * k_row + i)];
+          const std::vector<float> kf = random_floats(hd * kt_stride, seed);
+          std::vector<uint16_t> keys_t(kf.size());  // [hd, kt_stride]: element d of key j at d * kt_stride + j
+          for (size_t i = 0; i < kf.size(); ++i) keys_t[i] = bf16 ? fp32_to_bf16(kf[i]) : fp32_to_fp16(kf[i]);
+          auto key = [&](int j, int64_t d) {
+            const uint16_t v = keys_t[static_cast<size_t>(d * kt_stride + j)];
             return static_cast<double>(bf16 ? bf16_to_fp32(v) : fp16_to_fp32(v));
           };
           const std::vector<float> q = random_floats(heads * hd, seed + 1, 2.0f);
-          const int chunks = (heads + 7) / 8;
-          std::vector<float> qt(static_cast<size_t>(chunks * hd * 8), 0.0f);
-          for (int g = 0; g < heads; ++g) {
-            for (int64_t d = 0; d < hd; ++d) {
-              qt[static_cast<size_t>(((g / 8) * hd + d) * 8 + g % 8)] = q[static_cast<size_t>(g * hd + d)];
-            }
-          }
-          const double tol = static_cast<double>(hd) * 0x1p-24;
-          std::vector<float> first;  // the first result's scores
-          auto check = [&](const std::vector<float>& s, const std::string& what) {
-            ASSERT_NO_FATAL_FAILURE(check_scores(s, s_stride, q, heads, hd, n, key, tol)) << what;
+          std::vector<float> first;  // the first table's scores
+          for (Isa isa : supported_isas()) {
+            const Kernels& k = kernels_for(isa);
+            const auto kt = bf16 ? k.attn_qk_bf16_kt : k.attn_qk_f16_kt;
+            if (kt == nullptr) continue;
+            ++tables;
+            std::vector<float> s(static_cast<size_t>(heads * s_stride), -7.0f);
+            kt(q.data(), heads, keys_t.data(), kt_stride, n, hd, s.data(), s_stride);
+            ASSERT_NO_FATAL_FAILURE(check_scores(s, s_stride, q, heads, hd, n, key, static_cast<double>(hd) * 0x1p-24))
+                << isa_label(isa);
             if (first.empty()) {
               first = s;
             } else {
-              ASSERT_EQ(0, std::memcmp(first.data(), s.data(), s.size() * sizeof(float))) << what;
-            }
-          };
-          for (Isa isa : supported_isas()) {
-            const Kernels& k = kernels_for(isa);
-            if (const auto kt = bf16 ? k.attn_qk_bf16_kt : k.attn_qk_f16_kt; kt != nullptr) {
-              ++tables;
-              std::vector<float> s(static_cast<size_t>(heads * s_stride), -7.0f);
-              kt(q.data(), heads, keys_t.data(), kt_stride, n, hd, s.data(), s_stride);
-              ASSERT_NO_FATAL_FAILURE(check(s, isa_label(isa) + " kt"));
-            }
-            if (!bf16 && k.attn_qk_f16_lanes != nullptr) {
-              std::vector<float> s(static_cast<size_t>(heads * s_stride), -7.0f);
-              k.attn_qk_f16_lanes(qt.data(), heads, keys.data(), k_row * static_cast<int64_t>(sizeof(uint16_t)), n, hd,
-                                  s.data(), s_stride);
-              ASSERT_NO_FATAL_FAILURE(check(s, isa_label(isa) + " lanes"));
+              ASSERT_EQ(0, std::memcmp(first.data(), s.data(), s.size() * sizeof(float))) << isa_label(isa);
             }
           }
         }

@@ -115,8 +115,8 @@ void run_case(const Case& c, Isa isa, KvDtype kv_dtype, const SeqShape& seqs = k
 TEST(PagedAttention, MatchesNaiveSoftmaxAttention) {
   for (Isa isa : supported_isas()) {
     for (KvDtype t : {KvDtype::kF16, KvDtype::kBF16, KvDtype::kF32, KvDtype::kInt8, KvDtype::kFp8}) {
-      // Groups of 1, 4, 6, 8 and 9 query heads per KV head: 6, 8 and 9 take
-      // attn_qk_*_lanes (kAttnQkLanesMinHeads), 9 across two 8-lane chunks.
+      // Groups of 1, 4, 6, 8 and 9 query heads per KV head (9: attn_qk_*_kt
+      // in two head blocks).
       for (Case c : {Case{4, 4, 16}, Case{8, 2, 32}, Case{6, 1, 64}, Case{2, 2, 8}, Case{16, 2, 64}, Case{9, 1, 40}}) {
         SCOPED_TRACE(std::string(isa_name(isa)) + " " + kv_dtype_name(t) + " heads " + std::to_string(c.n_heads) + "/" +
                      std::to_string(c.n_kv_heads));

@@ -48,14 +48,6 @@ struct QuantKernels {
 // Keys per attn_qk_f16 call and the largest head_dim it takes.
 inline constexpr int kAttnKeys = 16;
 inline constexpr int64_t kAttnMaxHeadDim = 256;
-// The fewest query heads per KV head for which attention takes
-// attn_qk_f16_lanes over attn_qk_f16. Per 16 keys of 64 elements the AVX-512
-// attn_qk_f16 spends per head 64 16-lane FMAs and a 46-op transposed
-// reduction (~110 cycles on Zen 4, one 16-lane op per cycle);
-// attn_qk_f16_lanes 1024 8-lane FMAs for up to 8 heads whatever their
-// number (~512 cycles at two per cycle): slower below ~5 heads, faster from
-// there (the 1.1B Llama shape has 8).
-inline constexpr int kAttnQkLanesMinHeads = 5;
 
 struct Kernels {
   Isa isa;
@@ -112,27 +104,16 @@ struct Kernels {
   // faster form: callers then use dot_rows_f16 / dot_f16 per head.
   void (*attn_qk_f16)(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
                       int64_t s_stride);
-  // attn_qk_f16's scores with the query heads in the vector lanes: each key
-  // element is broadcast against 8 heads at once, so no horizontal reduction
-  // is left (grouped-query attention, Ainslie et al. 2023, arXiv:2305.13245:
-  // the heads of a group share every key). The queries come transposed,
-  //   qt[(c * hd + d) * 8 + h] = q[8c + h][d]   (0 for 8c + h >= heads),
-  // c < ceil(heads / 8), and
-  //   s[g * s_stride + j] = sum over d = 0..hd-1, in order, of qt(g, d) * k_j[d]
-  // as one FMA chain from 0 per score (f32; not bit-identical to attn_qk_f16,
-  // the same bits in every table that has it). k, k_stride, n, hd, s as for
-  // attn_qk_f16; scores past n are not written. Null in tables without it.
-  void (*attn_qk_f16_lanes)(const float* qt, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd,
-                            float* s, int64_t s_stride);
   // Attention's key scores from keys stored transposed (KvBuffer's 16-bit K,
   // keys_in_lanes): kt[d * kt_stride + j] is key j's element d, j < n <=
   // kAttnKeys, d < hd (any hd);
   //   s[g * s_stride + j] = q[g * hd .. g * hd + hd) · k_j   (f32, unscaled)
   // for g < heads. Each score is one FMA chain over d = 0..hd-1 in order from
   // 0: q[g][d] broadcast against element d of all n keys (one vector), so no
-  // reduction and no transposition is left, and the same bits as
-  // attn_qk_f16_lanes on the same keys in every table that has it. Scores
-  // past n are not written. Null in tables without it (callers then loop
+  // reduction and no transposition is left (grouped-query attention, Ainslie
+  // et al. 2023, arXiv:2305.13245: the heads of a group share every key),
+  // and the same bits in every table that has it. Scores past n are not
+  // written. Null in tables without it (callers then loop
   // over the elements).
   void (*attn_qk_f16_kt)(const float* q, int heads, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
                          int64_t s_stride);

@@ -337,23 +337,10 @@ void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t 
 template <typename Rows>
 void attn_pv_rows(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
                   int64_t out_stride, int64_t hd, const float* rescale) {
-  auto r = [&](int h) { return rescale != nullptr ? rescale + h : nullptr; };
-  int h = 0;
-  for (; h + 4 <= heads; h += 4)
-    attn_pv_heads<4, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd, r(h));
-  switch (heads - h) {
-    case 3:
-      return attn_pv_heads<3, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
-                                    r(h));
-    case 2:
-      return attn_pv_heads<2, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
-                                    r(h));
-    case 1:
-      return attn_pv_heads<1, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
-                                    r(h));
-    default:
-      return;
-  }
+  for_head_blocks<4>(heads, [&]<int H>(int h) {
+    attn_pv_heads<H, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
+                           rescale != nullptr ? rescale + h : nullptr);
+  });
 }
 
 void attn_pv_f16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
@@ -432,16 +419,6 @@ void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride,
   attn_qk_rows<F16Rows>(q, heads, k, k_stride, n, hd, s, s_stride);
 }
 
-// One key row widened to f32 (8 lanes at a time, then element by element).
-template <typename Rows>
-struct Widen {
-  static void row(const uint16_t* row, int64_t hd, float* out) {
-    int64_t i = 0;
-    for (; i + 8 <= hd; i += 8) _mm256_storeu_ps(out + i, Rows::load(row + i));
-    for (; i < hd; ++i) out[i] = Rows::value(row[i]);
-  }
-};
-
 // attn_qk_*_kt for H heads, 8 keys at a time: H accumulators, element d of
 // the keys one vector (a partial group's elements copied into a zero-padded
 // one), q[h][d] broadcast.
@@ -476,12 +453,10 @@ void attn_qk_kt_heads(const float* q, const uint16_t* kt, int64_t kt_stride, int
   }
 }
 
-// attn_qk_lanes.inc's table entries: 8 keys per pass (16 registers).
-constexpr int kLanesKeys = 8;
-using WidenF16 = Widen<F16Rows>;
+// attn_qk_kt.inc's table entries.
 using KtF16 = F16Rows;
 using KtBf16 = Bf16Rows;
-#include "backend/cpu/attn_qk_lanes.inc"
+#include "backend/cpu/attn_qk_kt.inc"
 
 void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
   for (int j = 0; j < n; ++j) {
@@ -700,7 +675,6 @@ constexpr Kernels kAvx2Table{
     .axpy_f16 = axpy_f16,
     .attn_pv_f16 = attn_pv_f16,
     .attn_qk_f16 = attn_qk_f16,
-    .attn_qk_f16_lanes = attn_qk_f16_lanes,
     .attn_qk_f16_kt = attn_qk_f16_kt,
     .attn_qk_bf16_kt = attn_qk_bf16_kt,
     .attn_pv_bf16 = attn_pv_bf16,

@@ -362,23 +362,10 @@ void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t 
 template <__m512 (*Load)(const uint16_t*, __mmask16)>
 void attn_pv_rows(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
                   int64_t out_stride, int64_t hd, const float* rescale) {
-  auto r = [&](int h) { return rescale != nullptr ? rescale + h : nullptr; };
-  int h = 0;
-  for (; h + 4 <= heads; h += 4)
-    attn_pv_heads<4, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd, r(h));
-  switch (heads - h) {
-    case 3:
-      return attn_pv_heads<3, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
-                                    r(h));
-    case 2:
-      return attn_pv_heads<2, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
-                                    r(h));
-    case 1:
-      return attn_pv_heads<1, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
-                                    r(h));
-    default:
-      return;
-  }
+  for_head_blocks<4>(heads, [&]<int H>(int h) {
+    attn_pv_heads<H, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
+                           rescale != nullptr ? rescale + h : nullptr);
+  });
 }
 
 void attn_pv_f16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
@@ -456,16 +443,9 @@ void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride,
   attn_qk_rows<load_f16>(q, heads, k, k_stride, n, hd, s, s_stride);
 }
 
-// 16-bit key elements widened to f32: one row, 16 lanes at a time (the
-// tail masked), or one masked vector.
+// 16 key elements widened to f32 (one masked vector).
 template <__m512 (*Load)(const uint16_t*, __mmask16)>
 struct Keys {
-  static void row(const uint16_t* row, int64_t hd, float* out) {
-    for (int64_t i = 0; i < hd; i += 16) {
-      const __mmask16 m = tail_mask(hd - i);
-      _mm512_mask_storeu_ps(out + i, m, Load(row + i, m));
-    }
-  }
   static __m512 load(const uint16_t* p, __mmask16 m) { return Load(p, m); }
 };
 
@@ -487,12 +467,10 @@ void attn_qk_kt_heads(const float* q, const uint16_t* kt, int64_t kt_stride, int
   for (int h = 0; h < H; ++h) _mm512_mask_storeu_ps(s + h * s_stride, m, acc[h]);
 }
 
-// attn_qk_lanes.inc's table entries: 16 keys per pass (32 registers).
-constexpr int kLanesKeys = 16;
-using WidenF16 = Keys<load_f16>;
+// attn_qk_kt.inc's table entries.
 using KtF16 = Keys<load_f16>;
 using KtBf16 = Keys<load_bf16>;
-#include "backend/cpu/attn_qk_lanes.inc"
+#include "backend/cpu/attn_qk_kt.inc"
 
 void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
   for (int j = 0; j < n; ++j) {
@@ -725,7 +703,6 @@ const Kernels& avx512_kernels() {
       .axpy_f16 = axpy_f16,
       .attn_pv_f16 = attn_pv_f16,
       .attn_qk_f16 = attn_qk_f16,
-      .attn_qk_f16_lanes = attn_qk_f16_lanes,
       .attn_qk_f16_kt = attn_qk_f16_kt,
       .attn_qk_bf16_kt = attn_qk_bf16_kt,
       .attn_pv_bf16 = attn_pv_bf16,

@@ -49,31 +49,24 @@ void quantize_row_q8_k_scalar(const float* x, BlockQ8_K* y, int64_t n);
 // vectorisation (rope's cost is dominated by sin/cos, computed once per pair).
 void rope_scalar(float* x, int n_heads, int head_dim, int n_rot, int32_t pos, const float* inv_freq, RopeStyle style);
 
-// Runs f.template operator()<H>(h0) over the heads [0, heads) in blocks:
-// whole blocks of 8 heads, then one of heads % 8, H a compile-time count so
-// that a kernel's H accumulators stay in registers (attn_qk_*_kt).
-template <typename F>
-void for_head_blocks8(int heads, F&& f) {
-  int h = 0;
-  for (; h + 8 <= heads; h += 8) f.template operator()<8>(h);
-  switch (heads - h) {
-    case 7:
-      return f.template operator()<7>(h);
-    case 6:
-      return f.template operator()<6>(h);
-    case 5:
-      return f.template operator()<5>(h);
-    case 4:
-      return f.template operator()<4>(h);
-    case 3:
-      return f.template operator()<3>(h);
-    case 2:
-      return f.template operator()<2>(h);
-    case 1:
-      return f.template operator()<1>(h);
-    default:
-      return;
+// for_head_blocks' last block: f.template operator()<rest>(h) for rest < H + 1.
+template <int H, typename F>
+void head_block_tail(int rest, int h, F& f) {
+  if constexpr (H > 0) {
+    if (rest == H) return f.template operator()<H>(h);
+    head_block_tail<H - 1>(rest, h, f);
   }
+}
+
+// Runs f.template operator()<H>(h0) over the heads [0, heads) in blocks:
+// whole blocks of N heads, then one of heads % N, H a compile-time count so
+// that a kernel's H (x vectors) accumulators stay in registers (attn_pv_*,
+// attn_qk_*_kt).
+template <int N, typename F>
+void for_head_blocks(int heads, F&& f) {
+  int h = 0;
+  for (; h + N <= heads; h += N) f.template operator()<N>(h);
+  if (h < heads) head_block_tail<N - 1>(heads - h, h, f);
 }
 
 }  // namespace tessera::cpu::detail

@@ -213,7 +213,6 @@ const Kernels& scalar_kernels() {
       .axpy_f16 = axpy_f16,
       .attn_pv_f16 = nullptr,
       .attn_qk_f16 = nullptr,
-      .attn_qk_f16_lanes = nullptr,
       .attn_qk_f16_kt = nullptr,
       .attn_qk_bf16_kt = nullptr,
       .attn_pv_bf16 = nullptr,

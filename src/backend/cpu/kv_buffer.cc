@@ -15,7 +15,6 @@ Result<std::unique_ptr<KvBuffer>> KvBuffer::create(const KvCacheSpec& spec) {
   buf->row_elems_ = static_cast<int64_t>(spec.n_kv_heads) * spec.head_dim;
   buf->row_bytes_ =
       static_cast<int64_t>(spec.n_kv_heads) * static_cast<int64_t>(kv_head_bytes(spec.dtype, spec.head_dim));
-  buf->keys_in_lanes_ = spec.dtype == KvDtype::kF16 || spec.dtype == KvDtype::kBF16;
   buf->row16_.resize(static_cast<size_t>(buf->row_elems_));
   const auto n = static_cast<size_t>(spec.n_layers * spec.capacity_tokens() * buf->row_bytes_);
   auto k = HugePageMemory::allocate(n);
@@ -109,7 +108,7 @@ void load_row(const KvCacheSpec& spec, const void* src, float* x) {
 
 void KvBuffer::store(const Kernels& kernels, int layer, int64_t slot, const float* k, const float* v) {
   store_row(kernels, spec_, v, this->v(layer, slot));
-  if (!keys_in_lanes_) {
+  if (!keys_in_lanes()) {
     store_row(kernels, spec_, k, this->k(layer, slot));
     return;
   }
@@ -123,7 +122,7 @@ void KvBuffer::store(const Kernels& kernels, int layer, int64_t slot, const floa
 
 void KvBuffer::load(int layer, int64_t slot, float* k, float* v) const {
   load_row(spec_, this->v(layer, slot), v);
-  if (!keys_in_lanes_) {
+  if (!keys_in_lanes()) {
     load_row(spec_, this->k(layer, slot), k);
     return;
   }

@@ -30,7 +30,7 @@ class KvBuffer final : public KvCache {
 
   const KvCacheSpec& spec() const override { return spec_; }
   // Whether K is stored transposed within blocks (16-bit dtypes).
-  bool keys_in_lanes() const { return keys_in_lanes_; }
+  bool keys_in_lanes() const { return spec_.dtype == KvDtype::kF16 || spec_.dtype == KvDtype::kBF16; }
   // Row of slot `slot` in layer `layer`: n_kv_heads head rows of
   // kv_head_bytes(spec().dtype, head_dim) bytes each. For K only without
   // keys_in_lanes() (with it, k(layer, slot) is where the slot's block
@@ -62,9 +62,8 @@ class KvBuffer final : public KvCache {
   }
 
   KvCacheSpec spec_;
-  int64_t row_elems_ = 0;  // n_kv_heads * head_dim
-  int64_t row_bytes_ = 0;  // row_elems_ * element size
-  bool keys_in_lanes_ = false;
+  int64_t row_elems_ = 0;        // n_kv_heads * head_dim
+  int64_t row_bytes_ = 0;        // row_elems_ * element size
   std::vector<uint16_t> row16_;  // store / load: one 16-bit K row [row_elems_]
   // Huge-page memory: decode at 4k context walks a page per KV block and
   // layer otherwise (0.78x the tokens/s, docs/quantization.md).

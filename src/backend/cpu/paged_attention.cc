@@ -140,8 +140,7 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   const int32_t group = sh.n_heads / sh.n_kv_heads;
   const int32_t hd = sh.head_dim;
   const int32_t bs = kv.spec().block_size;
-  const int32_t lane_chunks = (group + 7) / 8;  // 8 query heads per qt chunk
-  scratch.assign(static_cast<size_t>(group) * (3 + 2 * bs + hd) + bs + static_cast<size_t>(lane_chunks) * hd * 8, 0.0f);
+  scratch.assign(static_cast<size_t>(group) * (3 + 2 * bs + hd) + bs, 0.0f);
   float* m = scratch.data();                                       // [group] running max
   float* l = m + group;                                            // [group] running sum
   float* corr = l + group;                                         // [group] this tile's rescale factor
@@ -149,7 +148,6 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   float* q_scaled = s + static_cast<int64_t>(group) * bs;          // [group, hd] q * scale (attn_qk_f16, _kt)
   float* p_scaled = q_scaled + static_cast<int64_t>(group) * hd;   // [group, bs] p * value scale (8-bit KV)
   float* row_scale = p_scaled + static_cast<int64_t>(group) * bs;  // [bs] 8-bit rows' scales
-  float* qt = row_scale + bs;  // [lane_chunks, hd, 8] q * scale, heads in lanes (attn_qk_f16_lanes)
   std::fill(m, m + group, -std::numeric_limits<float>::infinity());
   std::fill(out, out + static_cast<int64_t>(group) * hd, 0.0f);
   const int32_t n_ctx = end;
@@ -174,18 +172,10 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   const auto attn_qk = !keys_t && to_f16 != nullptr ? k.attn_qk_f16 : nullptr;
   const bool group_pv = attn_pv != nullptr;
   const bool group_qk = attn_qk != nullptr && hd <= kAttnMaxHeadDim;
-  // Groups of at least kAttnQkLanesMinHeads heads: the heads in the lanes.
-  const auto attn_qk_lanes = k.attn_qk_f16_lanes;
-  const bool lanes_qk = group_qk && attn_qk_lanes != nullptr && group >= kAttnQkLanesMinHeads;
   if (to_f16 != nullptr) rows16.resize(static_cast<size_t>(bs) * hd);
   if (group_qk || attn_qk_kt != nullptr) {
     // Scores come out scaled (softmax scale folded into q once per item).
     for (int64_t i = 0; i < static_cast<int64_t>(group) * hd; ++i) q_scaled[i] = q[i] * sh.scale;
-    if (lanes_qk) {  // qt(g, d) = q_scaled[g][d]; lanes past the group stay 0
-      for (int32_t g = 0; g < group; ++g) {
-        for (int32_t i = 0; i < hd; ++i) qt[(static_cast<int64_t>(g / 8) * hd + i) * 8 + g % 8] = q_scaled[g * hd + i];
-      }
-    }
   }
   const auto head_bytes = static_cast<int64_t>(kv_head_bytes(t, hd));
   const bool prefetch = seq.n_tokens <= kPrefetchMaxRows;
@@ -220,12 +210,8 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
         key_stride = hd * static_cast<int64_t>(sizeof(uint16_t));
       }
       for (int32_t j0 = 0; j0 < n; j0 += kAttnKeys) {
-        const auto* kj = reinterpret_cast<const uint16_t*>(keys + j0 * key_stride);
-        if (lanes_qk) {
-          attn_qk_lanes(qt, group, kj, key_stride, std::min(kAttnKeys, n - j0), hd, s + j0, bs);
-        } else {
-          attn_qk(q_scaled, group, kj, key_stride, std::min(kAttnKeys, n - j0), hd, s + j0, bs);
-        }
+        attn_qk(q_scaled, group, reinterpret_cast<const uint16_t*>(keys + j0 * key_stride), key_stride,
+                std::min(kAttnKeys, n - j0), hd, s + j0, bs);
       }
       if (to_f16 != nullptr) {
         for (int32_t g = 0; g < group; ++g) {
