@@ -337,10 +337,23 @@ void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t 
 template <typename Rows>
 void attn_pv_rows(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
                   int64_t out_stride, int64_t hd, const float* rescale) {
-  for_head_blocks<4>(heads, [&]<int H>(int h) {
-    attn_pv_heads<H, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
-                           rescale != nullptr ? rescale + h : nullptr);
-  });
+  auto r = [&](int h) { return rescale != nullptr ? rescale + h : nullptr; };
+  int h = 0;
+  for (; h + 4 <= heads; h += 4)
+    attn_pv_heads<4, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd, r(h));
+  switch (heads - h) {
+    case 3:
+      return attn_pv_heads<3, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
+                                    r(h));
+    case 2:
+      return attn_pv_heads<2, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
+                                    r(h));
+    case 1:
+      return attn_pv_heads<1, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
+                                    r(h));
+    default:
+      return;
+  }
 }
 
 void attn_pv_f16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,

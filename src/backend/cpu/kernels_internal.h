@@ -60,8 +60,7 @@ void head_block_tail(int rest, int h, F& f) {
 
 // Runs f.template operator()<H>(h0) over the heads [0, heads) in blocks:
 // whole blocks of N heads, then one of heads % N, H a compile-time count so
-// that a kernel's H (x vectors) accumulators stay in registers (attn_pv_*,
-// attn_qk_*_kt).
+// that a kernel's H accumulators stay in registers (attn_qk_*_kt).
 template <int N, typename F>
 void for_head_blocks(int heads, F&& f) {
   int h = 0;
