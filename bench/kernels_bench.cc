@@ -269,7 +269,8 @@ void BM_AttnPv(benchmark::State& state) {
     for (int b = 0; b < kBlocks; ++b) {
       const uint16_t* v0 = v.data() + static_cast<size_t>(b) * kBlock * v_row;
       if (fused) {
-        k.attn_pv_f16(p.data(), kBlock, kHeads, v0, v_row * 2, kBlock, out.data(), kHeadDim, kHeadDim, nullptr);
+        k.attn_pv_f16(p.data(), kBlock, kHeads, &v0, kBlock, v_row * 2, kBlock, out.data(), kHeadDim, kHeadDim,
+                      nullptr);
       } else {
         for (int g = 0; g < kHeads; ++g) {
           for (int j = 0; j < kBlock; ++j) {

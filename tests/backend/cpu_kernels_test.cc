@@ -265,7 +265,8 @@ TEST(CpuKernels, AxpyF16AndScale) {
 
 // attn_pv_f16 gives, per head, the bits of the scale + axpy_f16 loop it
 // replaces (head counts around the 4-head register block, hd around the
-// 64-element step and its masked tail, strided rows as in the KV cache),
+// 64-element step and its masked tail, strided rows as in the KV cache, in
+// blocks of 16 or 7 rows each its own allocation, as a tile's KV blocks),
 // without a rescale and with one (factors of 1, 0 and in between, as the
 // online softmax gives).
 TEST(CpuKernels, AttnPvF16MatchesAxpyLoop) {
@@ -276,32 +277,39 @@ TEST(CpuKernels, AttnPvF16MatchesAxpyLoop) {
     any = true;
     for (int heads : {1, 2, 3, 4, 5, 8, 9}) {
       for (int64_t hd : {1, 16, 40, 64, 80, 128, 130}) {
-        for (int n : {0, 1, 7, 16}) {
-          SCOPED_TRACE(isa_label(isa) + " heads=" + std::to_string(heads) + " hd=" + std::to_string(hd) +
-                       " n=" + std::to_string(n));
-          const int64_t v_row = 3 * hd + 5;  // elements between value rows (other KV heads in between)
-          const int64_t p_stride = n + 3, out_stride = hd + 7;
-          const auto seed = static_cast<uint32_t>(heads * 1000 + hd * 10 + n);
-          const std::vector<float> vf = random_floats(std::max<int64_t>(1, n) * v_row, seed);
-          std::vector<uint16_t> v(vf.size());
-          for (size_t i = 0; i < vf.size(); ++i) v[i] = fp32_to_fp16(vf[i]);
-          std::vector<float> p = random_floats(heads * p_stride, seed + 1);
-          for (float& x : p) x = std::fabs(x);  // softmax weights
-          const std::vector<float> out0 = random_floats(heads * out_stride, seed + 2);
-          std::vector<float> rescale(static_cast<size_t>(heads));
-          for (int g = 0; g < heads; ++g)
-            rescale[static_cast<size_t>(g)] = g % 3 == 0 ? 1.0f : g % 3 == 1 ? 0.0f : 0.3f;
-          for (bool with_rescale : {false, true}) {
-            std::vector<float> want = out0, got = out0;
-            for (int g = 0; g < heads; ++g) {
-              if (with_rescale) k.scale(want.data() + g * out_stride, rescale[static_cast<size_t>(g)], hd);
-              for (int j = 0; j < n; ++j)
-                k.axpy_f16(p[g * p_stride + j], v.data() + j * v_row, want.data() + g * out_stride, hd);
+        for (int n : {0, 1, 7, 16, 40, 64}) {
+          for (int v_rows : {16, 7}) {
+            SCOPED_TRACE(isa_label(isa) + " heads=" + std::to_string(heads) + " hd=" + std::to_string(hd) +
+                         " n=" + std::to_string(n) + " v_rows=" + std::to_string(v_rows));
+            const int64_t v_row = 3 * hd + 5;  // elements between value rows (other KV heads in between)
+            const int64_t p_stride = n + 3, out_stride = hd + 7;
+            const auto seed = static_cast<uint32_t>(heads * 1000 + hd * 10 + n + v_rows * 100000);
+            const int n_blocks = std::max(1, (n + v_rows - 1) / v_rows);
+            std::vector<std::vector<uint16_t>> blocks(static_cast<size_t>(n_blocks));
+            std::vector<const uint16_t*> v(blocks.size());
+            for (int b = 0; b < n_blocks; ++b) {
+              const std::vector<float> vf = random_floats(v_rows * v_row, seed + 10 + static_cast<uint32_t>(b));
+              for (float x : vf) blocks[static_cast<size_t>(b)].push_back(fp32_to_fp16(x));
+              v[static_cast<size_t>(b)] = blocks[static_cast<size_t>(b)].data();
             }
-            k.attn_pv_f16(p.data(), p_stride, heads, v.data(), v_row * static_cast<int64_t>(sizeof(uint16_t)), n,
-                          got.data(), out_stride, hd, with_rescale ? rescale.data() : nullptr);
-            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                << "rescale " << with_rescale;
+            auto row = [&](int j) { return v[static_cast<size_t>(j / v_rows)] + (j % v_rows) * v_row; };
+            std::vector<float> p = random_floats(heads * p_stride, seed + 1);
+            for (float& x : p) x = std::fabs(x);  // softmax weights
+            const std::vector<float> out0 = random_floats(heads * out_stride, seed + 2);
+            std::vector<float> rescale(static_cast<size_t>(heads));
+            for (int g = 0; g < heads; ++g)
+              rescale[static_cast<size_t>(g)] = g % 3 == 0 ? 1.0f : g % 3 == 1 ? 0.0f : 0.3f;
+            for (bool with_rescale : {false, true}) {
+              std::vector<float> want = out0, got = out0;
+              for (int g = 0; g < heads; ++g) {
+                if (with_rescale) k.scale(want.data() + g * out_stride, rescale[static_cast<size_t>(g)], hd);
+                for (int j = 0; j < n; ++j) k.axpy_f16(p[g * p_stride + j], row(j), want.data() + g * out_stride, hd);
+              }
+              k.attn_pv_f16(p.data(), p_stride, heads, v.data(), v_rows, v_row * static_cast<int64_t>(sizeof(uint16_t)),
+                            n, got.data(), out_stride, hd, with_rescale ? rescale.data() : nullptr);
+              ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                  << "rescale " << with_rescale;
+            }
           }
         }
       }
@@ -449,7 +457,8 @@ TEST(CpuKernels, AttnPvBf16MatchesDoublePrecision) {
           const std::vector<float> out0 = random_floats(heads * out_stride, seed + 3);
           std::vector<float> out = out0;
           const std::vector<float> half(static_cast<size_t>(heads), 0.5f);  // the rescale (exact in f32 and double)
-          k.attn_pv_bf16(p.data(), p_stride, heads, rows.data(), row_bytes, n, out.data(), out_stride, hd, half.data());
+          const uint16_t* block = rows.data();                              // one block of n rows
+          k.attn_pv_bf16(p.data(), p_stride, heads, &block, n, row_bytes, n, out.data(), out_stride, hd, half.data());
           for (int g = 0; g < heads; ++g) {
             for (int64_t i = 0; i < out_stride; ++i) {
               const auto e = static_cast<size_t>(g * out_stride + i);
@@ -596,7 +605,7 @@ TEST(CpuKernels, KvEightBitRowsToF16AreExact) {
 TEST(CpuKernels, SoftmaxTile) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   for (int heads : {1, 3, 8, 9, 17}) {
-    for (int n : {1, 5, 16, 23, 40}) {
+    for (int n : {1, 5, 16, 23, 40, 64, 70}) {
       const int64_t stride = n + 3;
       for (Isa isa : supported_isas()) {
         SCOPED_TRACE(isa_label(isa) + " heads=" + std::to_string(heads) + " n=" + std::to_string(n));

@@ -81,17 +81,18 @@ struct Kernels {
   //   out[g * out_stride + i] *= rescale[g]
   //   out[g * out_stride + i] += p[g * p_stride + j] * v_j[i]
   // for g < heads, then j = 0..n-1 in that order, i < hd, where v_j is the
-  // f16 row at byte offset j * v_stride from v. Per head bit-identical to
+  // f16 row at byte offset (j % v_rows) * v_stride from v[j / v_rows] (the
+  // rows lie in blocks of v_rows, such as a tile's KV blocks; v has
+  // ceil(n / v_rows) entries, none owned). Per head bit-identical to
   // scale(out + g * out_stride, rescale[g], hd), then
   // axpy_f16(p[g * p_stride + j], v_j, out + g * out_stride, hd) for
   // j = 0..n-1 (the same product and FMA per element in the same order), but
-  // each value row is loaded and converted once for up to four heads, and the
-  // rescale is applied as the accumulators are loaded (a separate pass stored
-  // them just before this call's loads, which then waited on the stores:
-  // 14% of this kernel's samples at 4k context). Null in tables without a
-  // faster form: callers then scale and loop over axpy_f16.
-  void (*attn_pv_f16)(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n,
-                      float* out, int64_t out_stride, int64_t hd, const float* rescale);
+  // each value row is loaded and converted once for up to four heads, the
+  // accumulators stay in registers across the blocks, and the rescale is applied as the accumulators are loaded (a
+  // separate pass stored them just before this call's loads, which then waited on the stores: 14% of this kernel's
+  // samples at 4k context). Null in tables without a faster form: callers then scale and loop over axpy_f16.
+  void (*attn_pv_f16)(const float* p, int64_t p_stride, int heads, const uint16_t* const* v, int64_t v_rows,
+                      int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale);
   // Attention's key scores for the query heads that share one KV head, over
   // n <= kAttnKeys cached positions:
   //   s[g * s_stride + j] = q[g * hd .. g * hd + hd) · k_j   (f32, unscaled)
@@ -123,8 +124,8 @@ struct Kernels {
   // attn_pv_f16 over bf16 rows (a bf16 KV cache): the same shapes, order
   // and FMAs with each row element widened from bf16 (exact) instead of f16.
   // Null where attn_pv_f16 is: callers then use add_value per position.
-  void (*attn_pv_bf16)(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n,
-                       float* out, int64_t out_stride, int64_t hd, const float* rescale);
+  void (*attn_pv_bf16)(const float* p, int64_t p_stride, int heads, const uint16_t* const* v, int64_t v_rows,
+                       int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale);
   // KV rows of 8-bit values, each followed by its f32 scale (kv_buffer.h:
   // int8, or FP8 E4M3 as core/fp8.h decodes it), to f16 rows that
   // attn_qk_f16 / attn_pv_f16 read: for j < n, with row j at byte offset

@@ -286,8 +286,8 @@ struct Bf16Rows {
 };
 
 template <int H, int C, typename Rows>
-void attn_pv_chunk(const float* p, int64_t p_stride, const uint16_t* v, int64_t v_stride, int n, float* out,
-                   int64_t out_stride, int64_t i0, const float* rescale) {
+void attn_pv_chunk(const float* p, int64_t p_stride, const uint16_t* const* v, int64_t v_rows, int64_t v_stride, int n,
+                   float* out, int64_t out_stride, int64_t i0, const float* rescale) {
   __m256 acc[H][C];
   for (int h = 0; h < H; ++h) {
     for (int c = 0; c < C; ++c) acc[h][c] = _mm256_loadu_ps(out + h * out_stride + i0 + 8 * c);
@@ -296,13 +296,16 @@ void attn_pv_chunk(const float* p, int64_t p_stride, const uint16_t* v, int64_t 
       for (int c = 0; c < C; ++c) acc[h][c] = _mm256_mul_ps(acc[h][c], r);
     }
   }
-  const auto* vrow = reinterpret_cast<const char*>(v);
-  for (int j = 0; j < n; ++j, vrow += v_stride) {
-    __m256 vv[C];
-    for (int c = 0; c < C; ++c) vv[c] = Rows::load(reinterpret_cast<const uint16_t*>(vrow) + i0 + 8 * c);
-    for (int h = 0; h < H; ++h) {
-      const __m256 ph = _mm256_set1_ps(p[h * p_stride + j]);
-      for (int c = 0; c < C; ++c) acc[h][c] = _mm256_fmadd_ps(ph, vv[c], acc[h][c]);
+  for (int j0 = 0, b = 0; j0 < n; j0 += static_cast<int>(v_rows), ++b) {
+    const int j1 = n - j0 < v_rows ? n : j0 + static_cast<int>(v_rows);
+    const auto* vrow = reinterpret_cast<const char*>(v[b]);
+    for (int j = j0; j < j1; ++j, vrow += v_stride) {
+      __m256 vv[C];
+      for (int c = 0; c < C; ++c) vv[c] = Rows::load(reinterpret_cast<const uint16_t*>(vrow) + i0 + 8 * c);
+      for (int h = 0; h < H; ++h) {
+        const __m256 ph = _mm256_set1_ps(p[h * p_stride + j]);
+        for (int c = 0; c < C; ++c) acc[h][c] = _mm256_fmadd_ps(ph, vv[c], acc[h][c]);
+      }
     }
   }
 #pragma GCC unroll 4
@@ -313,56 +316,58 @@ void attn_pv_chunk(const float* p, int64_t p_stride, const uint16_t* v, int64_t 
 }
 
 template <int H, typename Rows>
-void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t v_stride, int n, float* out,
-                   int64_t out_stride, int64_t hd, const float* rescale) {
+void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* const* v, int64_t v_rows, int64_t v_stride, int n,
+                   float* out, int64_t out_stride, int64_t hd, const float* rescale) {
   const int64_t n8 = hd / 8 * 8;
   int64_t i = 0;
-  for (; i + 16 <= n8; i += 16) attn_pv_chunk<H, 2, Rows>(p, p_stride, v, v_stride, n, out, out_stride, i, rescale);
-  if (i < n8) attn_pv_chunk<H, 1, Rows>(p, p_stride, v, v_stride, n, out, out_stride, i, rescale);
+  for (; i + 16 <= n8; i += 16)
+    attn_pv_chunk<H, 2, Rows>(p, p_stride, v, v_rows, v_stride, n, out, out_stride, i, rescale);
+  if (i < n8) attn_pv_chunk<H, 1, Rows>(p, p_stride, v, v_rows, v_stride, n, out, out_stride, i, rescale);
   // scale's and axpy_f16's scalar tails, the same expression per element and position.
   for (int h = 0; h < H; ++h) {
     float* y = out + h * out_stride;
     if (rescale != nullptr) {
       for (int64_t e = n8; e < hd; ++e) y[e] *= rescale[h];
     }
-    const auto* vrow = reinterpret_cast<const char*>(v);
-    for (int j = 0; j < n; ++j, vrow += v_stride) {
+    for (int j = 0; j < n; ++j) {
       const float a = p[h * p_stride + j];
-      const auto* vj = reinterpret_cast<const uint16_t*>(vrow);
+      const auto* vj =
+          reinterpret_cast<const uint16_t*>(reinterpret_cast<const char*>(v[j / v_rows]) + (j % v_rows) * v_stride);
       for (int64_t e = n8; e < hd; ++e) y[e] += a * Rows::value(vj[e]);
     }
   }
 }
 
 template <typename Rows>
-void attn_pv_rows(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
-                  int64_t out_stride, int64_t hd, const float* rescale) {
+void attn_pv_rows(const float* p, int64_t p_stride, int heads, const uint16_t* const* v, int64_t v_rows,
+                  int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale) {
   auto r = [&](int h) { return rescale != nullptr ? rescale + h : nullptr; };
   int h = 0;
   for (; h + 4 <= heads; h += 4)
-    attn_pv_heads<4, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd, r(h));
+    attn_pv_heads<4, Rows>(p + h * p_stride, p_stride, v, v_rows, v_stride, n, out + h * out_stride, out_stride, hd,
+                           r(h));
   switch (heads - h) {
     case 3:
-      return attn_pv_heads<3, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
-                                    r(h));
+      return attn_pv_heads<3, Rows>(p + h * p_stride, p_stride, v, v_rows, v_stride, n, out + h * out_stride,
+                                    out_stride, hd, r(h));
     case 2:
-      return attn_pv_heads<2, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
-                                    r(h));
+      return attn_pv_heads<2, Rows>(p + h * p_stride, p_stride, v, v_rows, v_stride, n, out + h * out_stride,
+                                    out_stride, hd, r(h));
     case 1:
-      return attn_pv_heads<1, Rows>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
-                                    r(h));
+      return attn_pv_heads<1, Rows>(p + h * p_stride, p_stride, v, v_rows, v_stride, n, out + h * out_stride,
+                                    out_stride, hd, r(h));
     default:
       return;
   }
 }
 
-void attn_pv_f16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
-                 int64_t out_stride, int64_t hd, const float* rescale) {
-  attn_pv_rows<F16Rows>(p, p_stride, heads, v, v_stride, n, out, out_stride, hd, rescale);
+void attn_pv_f16(const float* p, int64_t p_stride, int heads, const uint16_t* const* v, int64_t v_rows,
+                 int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale) {
+  attn_pv_rows<F16Rows>(p, p_stride, heads, v, v_rows, v_stride, n, out, out_stride, hd, rescale);
 }
-void attn_pv_bf16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
-                  int64_t out_stride, int64_t hd, const float* rescale) {
-  attn_pv_rows<Bf16Rows>(p, p_stride, heads, v, v_stride, n, out, out_stride, hd, rescale);
+void attn_pv_bf16(const float* p, int64_t p_stride, int heads, const uint16_t* const* v, int64_t v_rows,
+                  int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale) {
+  attn_pv_rows<Bf16Rows>(p, p_stride, heads, v, v_rows, v_stride, n, out, out_stride, hd, rescale);
 }
 
 // Lane j of the result = the sum of a[j]'s 8 lanes (a transposed hadd tree:

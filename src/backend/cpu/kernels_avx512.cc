@@ -327,10 +327,10 @@ void axpy_f16(float a, const uint16_t* v, float* y, int64_t n) {
 }
 
 // Heads h0..h0+H-1 of attn_pv_f16, 64 elements (4 vectors) of hd at a time:
-// 4H accumulators stay in registers over all n positions.
+// 4H accumulators stay in registers over all n positions (every block).
 template <int H, __m512 (*Load)(const uint16_t*, __mmask16)>
-void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t v_stride, int n, float* out,
-                   int64_t out_stride, int64_t hd, const float* rescale) {
+void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* const* v, int64_t v_rows, int64_t v_stride, int n,
+                   float* out, int64_t out_stride, int64_t hd, const float* rescale) {
   for (int64_t i0 = 0; i0 < hd; i0 += 64) {
     __mmask16 m[4];
     for (int c = 0; c < 4; ++c) m[c] = tail_mask(hd - i0 - 16 * c > 0 ? hd - i0 - 16 * c : 0);
@@ -342,13 +342,16 @@ void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t 
         for (int c = 0; c < 4; ++c) acc[h][c] = _mm512_mul_ps(acc[h][c], r);
       }
     }
-    const auto* vrow = reinterpret_cast<const char*>(v);
-    for (int j = 0; j < n; ++j, vrow += v_stride) {
-      __m512 vv[4];
-      for (int c = 0; c < 4; ++c) vv[c] = Load(reinterpret_cast<const uint16_t*>(vrow) + i0 + 16 * c, m[c]);
-      for (int h = 0; h < H; ++h) {
-        const __m512 ph = _mm512_set1_ps(p[h * p_stride + j]);
-        for (int c = 0; c < 4; ++c) acc[h][c] = _mm512_fmadd_ps(ph, vv[c], acc[h][c]);
+    for (int j0 = 0, b = 0; j0 < n; j0 += static_cast<int>(v_rows), ++b) {
+      const int j1 = n - j0 < v_rows ? n : j0 + static_cast<int>(v_rows);
+      const auto* vrow = reinterpret_cast<const char*>(v[b]);
+      for (int j = j0; j < j1; ++j, vrow += v_stride) {
+        __m512 vv[4];
+        for (int c = 0; c < 4; ++c) vv[c] = Load(reinterpret_cast<const uint16_t*>(vrow) + i0 + 16 * c, m[c]);
+        for (int h = 0; h < H; ++h) {
+          const __m512 ph = _mm512_set1_ps(p[h * p_stride + j]);
+          for (int c = 0; c < 4; ++c) acc[h][c] = _mm512_fmadd_ps(ph, vv[c], acc[h][c]);
+        }
       }
     }
 #pragma GCC unroll 4
@@ -360,34 +363,35 @@ void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* v, int64_t 
 }
 
 template <__m512 (*Load)(const uint16_t*, __mmask16)>
-void attn_pv_rows(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
-                  int64_t out_stride, int64_t hd, const float* rescale) {
+void attn_pv_rows(const float* p, int64_t p_stride, int heads, const uint16_t* const* v, int64_t v_rows,
+                  int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale) {
   auto r = [&](int h) { return rescale != nullptr ? rescale + h : nullptr; };
   int h = 0;
   for (; h + 4 <= heads; h += 4)
-    attn_pv_heads<4, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd, r(h));
+    attn_pv_heads<4, Load>(p + h * p_stride, p_stride, v, v_rows, v_stride, n, out + h * out_stride, out_stride, hd,
+                           r(h));
   switch (heads - h) {
     case 3:
-      return attn_pv_heads<3, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
-                                    r(h));
+      return attn_pv_heads<3, Load>(p + h * p_stride, p_stride, v, v_rows, v_stride, n, out + h * out_stride,
+                                    out_stride, hd, r(h));
     case 2:
-      return attn_pv_heads<2, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
-                                    r(h));
+      return attn_pv_heads<2, Load>(p + h * p_stride, p_stride, v, v_rows, v_stride, n, out + h * out_stride,
+                                    out_stride, hd, r(h));
     case 1:
-      return attn_pv_heads<1, Load>(p + h * p_stride, p_stride, v, v_stride, n, out + h * out_stride, out_stride, hd,
-                                    r(h));
+      return attn_pv_heads<1, Load>(p + h * p_stride, p_stride, v, v_rows, v_stride, n, out + h * out_stride,
+                                    out_stride, hd, r(h));
     default:
       return;
   }
 }
 
-void attn_pv_f16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
-                 int64_t out_stride, int64_t hd, const float* rescale) {
-  attn_pv_rows<load_f16>(p, p_stride, heads, v, v_stride, n, out, out_stride, hd, rescale);
+void attn_pv_f16(const float* p, int64_t p_stride, int heads, const uint16_t* const* v, int64_t v_rows,
+                 int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale) {
+  attn_pv_rows<load_f16>(p, p_stride, heads, v, v_rows, v_stride, n, out, out_stride, hd, rescale);
 }
-void attn_pv_bf16(const float* p, int64_t p_stride, int heads, const uint16_t* v, int64_t v_stride, int n, float* out,
-                  int64_t out_stride, int64_t hd, const float* rescale) {
-  attn_pv_rows<load_bf16>(p, p_stride, heads, v, v_stride, n, out, out_stride, hd, rescale);
+void attn_pv_bf16(const float* p, int64_t p_stride, int heads, const uint16_t* const* v, int64_t v_rows,
+                  int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale) {
+  attn_pv_rows<load_bf16>(p, p_stride, heads, v, v_rows, v_stride, n, out, out_stride, hd, rescale);
 }
 
 // Lane j of the result = a[j]'s 16 lanes combined by op: a transposed tree

@@ -130,24 +130,35 @@ void prefetch_rows(const uint8_t* p, int32_t rows, int64_t stride, int64_t bytes
   }
 }
 
+// Positions per online-softmax tile: whole KV blocks, at least one. One
+// tile's scores, softmax step and P·V (its accumulators in registers across
+// the tile's blocks) cover this many positions, so the accumulators' loads,
+// rescales and stores and the softmax's reductions are paid once per tile
+// instead of once per 16-position block.
+constexpr int32_t kTilePositions = 64;
+
 // Attention of one item over cached positions [begin, end): out[group, hd]
 // normalised when `m_out` is null; otherwise out holds the unnormalised sum
 // of p * v and m_out / l_out [group] the running max and sum, for
-// merge_partials.
+// merge_partials. Tiles start at `begin` (a block boundary) and hold
+// kTilePositions / block_size blocks, so a row's tiles depend only on its
+// position.
 void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int32_t begin, int32_t end,
                 const AttentionSeq& seq, const KvBuffer& kv, int layer, int32_t kv_head, float* out, float* m_out,
                 float* l_out, std::vector<float>& scratch, std::vector<uint16_t>& rows16) {
   const int32_t group = sh.n_heads / sh.n_kv_heads;
   const int32_t hd = sh.head_dim;
   const int32_t bs = kv.spec().block_size;
-  scratch.assign(static_cast<size_t>(group) * (3 + 2 * bs + hd) + bs, 0.0f);
+  const int32_t tile_blocks = std::max<int32_t>(1, kTilePositions / bs);
+  const int32_t tn = tile_blocks * bs;  // positions per tile
+  scratch.assign(static_cast<size_t>(group) * (3 + 2 * tn + hd) + tn, 0.0f);
   float* m = scratch.data();                                       // [group] running max
   float* l = m + group;                                            // [group] running sum
   float* corr = l + group;                                         // [group] this tile's rescale factor
-  float* s = corr + group;                                         // [group, bs] scores of one tile
-  float* q_scaled = s + static_cast<int64_t>(group) * bs;          // [group, hd] q * scale (attn_qk_f16, _kt)
-  float* p_scaled = q_scaled + static_cast<int64_t>(group) * hd;   // [group, bs] p * value scale (8-bit KV)
-  float* row_scale = p_scaled + static_cast<int64_t>(group) * bs;  // [bs] 8-bit rows' scales
+  float* s = corr + group;                                         // [group, tn] scores of one tile
+  float* q_scaled = s + static_cast<int64_t>(group) * tn;          // [group, hd] q * scale (attn_qk_f16, _kt)
+  float* p_scaled = q_scaled + static_cast<int64_t>(group) * hd;   // [group, tn] p * value scale (8-bit KV)
+  float* row_scale = p_scaled + static_cast<int64_t>(group) * tn;  // [tn] 8-bit rows' scales
   std::fill(m, m + group, -std::numeric_limits<float>::infinity());
   std::fill(out, out + static_cast<int64_t>(group) * hd, 0.0f);
   const int32_t n_ctx = end;
@@ -155,7 +166,7 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   const auto head_off = static_cast<int64_t>(static_cast<uint64_t>(kv_head) * kv_head_bytes(t, hd));
   // Bytes between consecutive slots' rows (all heads of one token).
   const auto row_bytes = static_cast<int64_t>(static_cast<uint64_t>(kv.spec().n_kv_heads) * kv_head_bytes(t, hd));
-  // 8-bit KV rows go through the f16 kernels: each tile's rows converted to
+  // 8-bit KV rows go through the f16 kernels: each block's rows converted to
   // f16 exactly (kv_int8_to_f16 / kv_fp8_to_f16), their scales applied to
   // the scores and to p.
   using ToF16 = void (*)(const uint8_t*, int64_t, int, int64_t, uint16_t*, float*);
@@ -172,91 +183,112 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   const auto attn_qk = !keys_t && to_f16 != nullptr ? k.attn_qk_f16 : nullptr;
   const bool group_pv = attn_pv != nullptr;
   const bool group_qk = attn_qk != nullptr && hd <= kAttnMaxHeadDim;
-  if (to_f16 != nullptr) rows16.resize(static_cast<size_t>(bs) * hd);
+  if (to_f16 != nullptr) rows16.resize(static_cast<size_t>(tn) * hd);
   if (group_qk || attn_qk_kt != nullptr) {
     // Scores come out scaled (softmax scale folded into q once per item).
     for (int64_t i = 0; i < static_cast<int64_t>(group) * hd; ++i) q_scaled[i] = q[i] * sh.scale;
   }
   const auto head_bytes = static_cast<int64_t>(kv_head_bytes(t, hd));
   const bool prefetch = seq.n_tokens <= kPrefetchMaxRows;
-  for (int32_t start = begin; start < n_ctx; start += bs) {
-    const int64_t slot0 = static_cast<int64_t>(seq.block_table[static_cast<size_t>(start / bs)]) * bs;
-    const int32_t n = std::min(bs, n_ctx - start);
-    if (const int32_t ahead = start + kPrefetchBlocks * bs; prefetch && ahead < n_ctx) {
-      const int64_t slot = static_cast<int64_t>(seq.block_table[static_cast<size_t>(ahead / bs)]) * bs;
-      const int32_t rows = std::min(bs, n_ctx - ahead);
-      if (keys_t) {  // this head's [hd, bs] keys, contiguous
-        prefetch_rows(reinterpret_cast<const uint8_t*>(kv.k_lanes(layer, slot / bs, kv_head)), 1, 0,
-                      static_cast<int64_t>(hd) * bs * static_cast<int64_t>(sizeof(uint16_t)));
+  // Slot of each of the tile's blocks' first position, and the first value
+  // row of this head in each (attn_pv's blocks).
+  std::vector<int64_t> slot0(static_cast<size_t>(tile_blocks));
+  std::vector<const uint16_t*> v_blocks(static_cast<size_t>(tile_blocks));
+  auto block_slot = [&](int32_t pos) {
+    return static_cast<int64_t>(seq.block_table[static_cast<size_t>(pos / bs)]) * bs;
+  };
+  for (int32_t start = begin; start < n_ctx; start += tn) {
+    const int32_t n = std::min(tn, n_ctx - start);
+    const int32_t nb = (n + bs - 1) / bs;
+    for (int32_t b = 0; b < nb; ++b) slot0[static_cast<size_t>(b)] = block_slot(start + b * bs);
+    for (int32_t b = 0; b < nb; ++b) {
+      const int64_t sl = slot0[static_cast<size_t>(b)];
+      const int32_t nj = std::min(bs, n - b * bs);  // this block's positions
+      float* sb = s + b * bs;                       // its scores, row stride tn
+      if (const int32_t ahead = start + (b + kPrefetchBlocks) * bs; prefetch && ahead < n_ctx) {
+        const int64_t slot = block_slot(ahead);
+        const int32_t rows = std::min(bs, n_ctx - ahead);
+        if (keys_t) {  // this head's [hd, bs] keys, contiguous
+          prefetch_rows(reinterpret_cast<const uint8_t*>(kv.k_lanes(layer, slot / bs, kv_head)), 1, 0,
+                        static_cast<int64_t>(hd) * bs * static_cast<int64_t>(sizeof(uint16_t)));
+        } else {
+          prefetch_rows(static_cast<const uint8_t*>(kv.k(layer, slot)) + head_off, rows, row_bytes, head_bytes);
+        }
+        prefetch_rows(static_cast<const uint8_t*>(kv.v(layer, slot)) + head_off, rows, row_bytes, head_bytes);
+      }
+      if (attn_qk_kt != nullptr) {
+        // Every head of the group at once, element d of 16 keys one vector.
+        const uint16_t* kt = kv.k_lanes(layer, sl / bs, kv_head);
+        for (int32_t j0 = 0; j0 < nj; j0 += kAttnKeys) {
+          attn_qk_kt(q_scaled, group, kt + j0, bs, std::min(kAttnKeys, nj - j0), hd, sb + j0, tn);
+        }
+      } else if (group_qk) {
+        // Every head of the group at once, each key row converted once.
+        const auto* key0 = static_cast<const uint8_t*>(kv.k(layer, sl)) + head_off;
+        const uint8_t* keys = key0;  // f16 rows, key_stride bytes apart
+        int64_t key_stride = row_bytes;
+        if (to_f16 != nullptr) {
+          to_f16(key0, row_bytes, nj, hd, rows16.data(), row_scale);
+          keys = reinterpret_cast<const uint8_t*>(rows16.data());
+          key_stride = hd * static_cast<int64_t>(sizeof(uint16_t));
+        }
+        for (int32_t j0 = 0; j0 < nj; j0 += kAttnKeys) {
+          attn_qk(q_scaled, group, reinterpret_cast<const uint16_t*>(keys + j0 * key_stride), key_stride,
+                  std::min(kAttnKeys, nj - j0), hd, sb + j0, tn);
+        }
+        if (to_f16 != nullptr) {
+          for (int32_t g = 0; g < group; ++g) {
+            for (int32_t j = 0; j < nj; ++j) sb[g * tn + j] *= row_scale[j];
+          }
+        }
       } else {
-        prefetch_rows(static_cast<const uint8_t*>(kv.k(layer, slot)) + head_off, rows, row_bytes, head_bytes);
-      }
-      prefetch_rows(static_cast<const uint8_t*>(kv.v(layer, slot)) + head_off, rows, row_bytes, head_bytes);
-    }
-    if (attn_qk_kt != nullptr) {
-      // Every head of the group at once, element d of 16 keys one vector.
-      const uint16_t* kt = kv.k_lanes(layer, slot0 / bs, kv_head);
-      for (int32_t j0 = 0; j0 < n; j0 += kAttnKeys) {
-        attn_qk_kt(q_scaled, group, kt + j0, bs, std::min(kAttnKeys, n - j0), hd, s + j0, bs);
-      }
-    } else if (group_qk) {
-      // Every head of the group at once, each key row converted once.
-      const auto* key0 = static_cast<const uint8_t*>(kv.k(layer, slot0)) + head_off;
-      const uint8_t* keys = key0;  // f16 rows, key_stride bytes apart
-      int64_t key_stride = row_bytes;
-      if (to_f16 != nullptr) {
-        to_f16(key0, row_bytes, n, hd, rows16.data(), row_scale);
-        keys = reinterpret_cast<const uint8_t*>(rows16.data());
-        key_stride = hd * static_cast<int64_t>(sizeof(uint16_t));
-      }
-      for (int32_t j0 = 0; j0 < n; j0 += kAttnKeys) {
-        attn_qk(q_scaled, group, reinterpret_cast<const uint16_t*>(keys + j0 * key_stride), key_stride,
-                std::min(kAttnKeys, n - j0), hd, s + j0, bs);
-      }
-      if (to_f16 != nullptr) {
         for (int32_t g = 0; g < group; ++g) {
-          for (int32_t j = 0; j < n; ++j) s[g * bs + j] *= row_scale[j];
+          const float* qg = q + static_cast<int64_t>(g) * hd;
+          float* sg = sb + static_cast<int64_t>(g) * tn;
+          for (int32_t j = 0; j < nj; ++j) {
+            const auto* key = keys_t ? reinterpret_cast<const uint8_t*>(kv.k_lanes(layer, sl / bs, kv_head) + j)
+                                     : static_cast<const uint8_t*>(kv.k(layer, sl + j)) + head_off;
+            sg[j] = dot_key(k, t, key, keys_t ? bs : 1, qg, hd);
+          }
+          for (int32_t j = 0; j < nj; ++j) sg[j] *= sh.scale;
         }
-      }
-    }
-    if (!group_qk && attn_qk_kt == nullptr) {
-      for (int32_t g = 0; g < group; ++g) {
-        const float* qg = q + static_cast<int64_t>(g) * hd;
-        float* sg = s + static_cast<int64_t>(g) * bs;
-        for (int32_t j = 0; j < n; ++j) {
-          const auto* key = keys_t ? reinterpret_cast<const uint8_t*>(kv.k_lanes(layer, slot0 / bs, kv_head) + j)
-                                   : static_cast<const uint8_t*>(kv.k(layer, slot0 + j)) + head_off;
-          sg[j] = dot_key(k, t, key, keys_t ? bs : 1, qg, hd);
-        }
-        for (int32_t j = 0; j < n; ++j) sg[j] *= sh.scale;
       }
     }
     // Every head of the group: p = exp(s - m'), m, l updated, corr = the
     // factor that brings the accumulator to the new maximum.
-    k.softmax_tile(s, bs, group, n, m, l, corr);
-    for (int32_t g = 0; g < group && !group_pv; ++g) {
-      float* og = out + static_cast<int64_t>(g) * hd;
-      if (corr[g] != 1.0f) k.scale(og, corr[g], hd);
-      const float* sg = s + static_cast<int64_t>(g) * bs;
-      for (int32_t j = 0; j < n; ++j) {
-        add_value(k, t, sg[j], static_cast<const uint8_t*>(kv.v(layer, slot0 + j)) + head_off, og, hd);
-      }
-    }
-    // The grouped kernels rescale each head's accumulator by corr as they
-    // load it (the same product as scale).
-    if (group_pv && to_f16 == nullptr) {
-      // Every head of the group at once: the same FMAs per head as the
-      // axpy_f16 loop above, each value row converted once.
-      const auto* v0 = static_cast<const uint8_t*>(kv.v(layer, slot0)) + head_off;
-      attn_pv(s, bs, group, reinterpret_cast<const uint16_t*>(v0), row_bytes, n, out, hd, hd, corr);
-    } else if (group_pv) {
-      // out += (p * scale_j) * value_j / unit: add_value's products.
-      const auto* v0 = static_cast<const uint8_t*>(kv.v(layer, slot0)) + head_off;
-      to_f16(v0, row_bytes, n, hd, rows16.data(), row_scale);
+    k.softmax_tile(s, tn, group, n, m, l, corr);
+    if (!group_pv) {
       for (int32_t g = 0; g < group; ++g) {
-        for (int32_t j = 0; j < n; ++j) p_scaled[g * bs + j] = s[g * bs + j] * row_scale[j];
+        float* og = out + static_cast<int64_t>(g) * hd;
+        if (corr[g] != 1.0f) k.scale(og, corr[g], hd);
+        const float* sg = s + static_cast<int64_t>(g) * tn;
+        for (int32_t j = 0; j < n; ++j) {
+          const int64_t sl = slot0[static_cast<size_t>(j / bs)] + j % bs;
+          add_value(k, t, sg[j], static_cast<const uint8_t*>(kv.v(layer, sl)) + head_off, og, hd);
+        }
       }
-      attn_pv(p_scaled, bs, group, rows16.data(), hd * static_cast<int64_t>(sizeof(uint16_t)), n, out, hd, hd, corr);
+    } else if (to_f16 == nullptr) {
+      // Every head of the group at once: the same FMAs per head as the
+      // add_value loop above, each value row converted once, and each head's
+      // accumulator rescaled by corr as it is loaded (the same product as
+      // scale).
+      for (int32_t b = 0; b < nb; ++b) {
+        v_blocks[static_cast<size_t>(b)] = reinterpret_cast<const uint16_t*>(
+            static_cast<const uint8_t*>(kv.v(layer, slot0[static_cast<size_t>(b)])) + head_off);
+      }
+      attn_pv(s, tn, group, v_blocks.data(), bs, row_bytes, n, out, hd, hd, corr);
+    } else {
+      // out += (p * scale_j) * value_j / unit: add_value's products.
+      for (int32_t b = 0; b < nb; ++b) {
+        const auto* v0 = static_cast<const uint8_t*>(kv.v(layer, slot0[static_cast<size_t>(b)])) + head_off;
+        to_f16(v0, row_bytes, std::min(bs, n - b * bs), hd, rows16.data() + static_cast<int64_t>(b) * bs * hd,
+               row_scale + b * bs);
+      }
+      for (int32_t g = 0; g < group; ++g) {
+        for (int32_t j = 0; j < n; ++j) p_scaled[g * tn + j] = s[g * tn + j] * row_scale[j];
+      }
+      const uint16_t* rows = rows16.data();
+      attn_pv(p_scaled, tn, group, &rows, tn, hd * static_cast<int64_t>(sizeof(uint16_t)), n, out, hd, hd, corr);
     }
   }
   if (m_out != nullptr) {
