@@ -1,6 +1,7 @@
 #include "backend/cpu/paged_attention.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -192,8 +193,8 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   const bool prefetch = seq.n_tokens <= kPrefetchMaxRows;
   // Slot of each of the tile's blocks' first position, and the first value
   // row of this head in each (attn_pv's blocks).
-  std::vector<int64_t> slot0(static_cast<size_t>(tile_blocks));
-  std::vector<const uint16_t*> v_blocks(static_cast<size_t>(tile_blocks));
+  std::array<int64_t, kTilePositions> slot0{};             // [tile_blocks]
+  std::array<const uint16_t*, kTilePositions> v_blocks{};  // [tile_blocks]
   auto block_slot = [&](int32_t pos) {
     return static_cast<int64_t>(seq.block_table[static_cast<size_t>(pos / bs)]) * bs;
   };
