@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "backend/cpu/kernels.h"
@@ -426,6 +427,79 @@ TEST(CpuKernels, AttnQkKtMatchesDoublePrecisionAndAgreesAcrossTables) {
     }
   }
   if (tables == 0) GTEST_SKIP() << "no table on this CPU has attn_qk_f16_kt";
+}
+
+// attn_qk_i8_kt / attn_qk_fp8_kt (8-bit keys transposed, as KvBuffer stores
+// int8 and FP8 K, with a scale per key) against double-precision dot
+// products with the decoded keys (scale * value): the shapes of the 16-bit
+// test, every byte value (FP8 NaN bytes give NaN scores), scales of several
+// magnitudes. The bound adds the final product's rounding to the FMA
+// chain's ((hd + 2) * 2^-24 * sum |q_d k_d|); every table gives the same bits.
+TEST(CpuKernels, AttnQkKt8BitMatchesDoublePrecisionAndAgreesAcrossTables) {
+  int tables = 0;
+  const float* fp8 = fp8_e4m3_table();
+  for (bool is_fp8 : {false, true}) {
+    for (int heads : {1, 5, 8, 9}) {
+      for (int64_t hd : {int64_t{1}, int64_t{12}, int64_t{40}, int64_t{64}, int64_t{100}, kAttnMaxHeadDim}) {
+        for (int n = 1; n <= kAttnKeys; n += (n < 9 ? 1 : 7)) {
+          SCOPED_TRACE(std::string(is_fp8 ? "fp8" : "int8") + " heads=" + std::to_string(heads) +
+                       " hd=" + std::to_string(hd) + " n=" + std::to_string(n));
+          const int64_t kt_stride = 19;  // bytes between a key's elements
+          const int64_t s_stride = kAttnKeys + 3;
+          const auto seed = static_cast<uint32_t>(heads * 10000 + hd * 20 + n + (is_fp8 ? 7 : 0));
+          std::mt19937 rng(seed);
+          std::vector<uint8_t> keys_t(static_cast<size_t>(hd * kt_stride));  // [hd, kt_stride]
+          for (auto& b : keys_t) {
+            b = static_cast<uint8_t>(rng());
+            if (is_fp8 && (b & 0x7f) == 0x7f) b ^= 0x01;  // NaN bytes: checked below
+          }
+          std::vector<float> scale(static_cast<size_t>(kAttnKeys));
+          for (size_t j = 0; j < scale.size(); ++j)
+            scale[j] = std::ldexp(0.75f + 0.01f * static_cast<float>(j), static_cast<int>(j % 5) - 9);
+          auto key = [&](int j, int64_t d) {
+            const uint8_t b = keys_t[static_cast<size_t>(d * kt_stride + j)];
+            const double e = is_fp8 ? static_cast<double>(fp8[b]) : static_cast<double>(static_cast<int8_t>(b));
+            return e * scale[static_cast<size_t>(j)];
+          };
+          const std::vector<float> q = random_floats(heads * hd, seed + 1, 2.0f);
+          std::vector<float> first;  // the first table's scores
+          for (Isa isa : supported_isas()) {
+            const Kernels& k = kernels_for(isa);
+            const auto kt = is_fp8 ? k.attn_qk_fp8_kt : k.attn_qk_i8_kt;
+            if (kt == nullptr) continue;
+            ++tables;
+            std::vector<float> s(static_cast<size_t>(heads * s_stride), -7.0f);
+            kt(q.data(), heads, keys_t.data(), kt_stride, scale.data(), n, hd, s.data(), s_stride);
+            ASSERT_NO_FATAL_FAILURE(
+                check_scores(s, s_stride, q, heads, hd, n, key, static_cast<double>(hd + 2) * 0x1p-24))
+                << isa_label(isa);
+            if (first.empty()) {
+              first = s;
+            } else {
+              ASSERT_EQ(0, std::memcmp(first.data(), s.data(), s.size() * sizeof(float))) << isa_label(isa);
+            }
+            if (is_fp8) {  // a NaN element makes its key's scores NaN, the others unchanged
+              std::vector<uint8_t> with_nan = keys_t;
+              with_nan[static_cast<size_t>((hd - 1) * kt_stride + n - 1)] = 0xff;
+              std::vector<float> s2(s.size(), -7.0f);
+              kt(q.data(), heads, with_nan.data(), kt_stride, scale.data(), n, hd, s2.data(), s_stride);
+              for (int g = 0; g < heads; ++g) {
+                for (int j = 0; j < n; ++j) {
+                  const float got = s2[static_cast<size_t>(g * s_stride + j)];
+                  if (j == n - 1) {
+                    ASSERT_TRUE(std::isnan(got)) << "head " << g;
+                  } else {
+                    ASSERT_EQ(got, s[static_cast<size_t>(g * s_stride + j)]) << "head " << g << " key " << j;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (tables == 0) GTEST_SKIP() << "no table on this CPU has attn_qk_i8_kt";
 }
 
 // attn_pv_bf16 (a bf16 KV cache) against double-precision sums of the bf16

@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "backend/cpu/kv_buffer.h"
 #include "core/dtype.h"
+#include "core/fp8.h"
 #include "core/quant_ref.h"
 #include "kv/block_pool.h"
 #include "kv/block_table.h"
@@ -205,10 +207,12 @@ TEST(KvBuffer, StoreLoadRoundTripErrorBounds) {
   }
 }
 
-// 16-bit K lies transposed within its block (kv_buffer.h): slot s's element
-// (head h, d) at k_lanes(layer, s / bs, h)[d * bs + s % bs], the other slots
-// of the block untouched; V keeps rows. Other dtypes keep K in rows.
-TEST(KvBuffer, SixteenBitKeysLieTransposedWithinTheirBlock) {
+// K lies transposed within its block (kv_buffer.h) for every dtype but
+// f32: slot s's element (head h, d) at k_block(layer, s / bs, h)[d * bs +
+// s % bs] (16-bit: k_lanes), and for 8-bit K its scale at the head's
+// [bs] scales after the values; the other slots of the block untouched
+// (zero); V keeps rows. f32 keeps K in rows.
+TEST(KvBuffer, KeysLieTransposedWithinTheirBlock) {
   KvCacheSpec spec = small_spec();
   spec.num_blocks = 3;
   const int64_t n = int64_t{spec.n_kv_heads} * spec.head_dim;
@@ -218,27 +222,48 @@ TEST(KvBuffer, SixteenBitKeysLieTransposedWithinTheirBlock) {
     k[static_cast<size_t>(i)] = 0.25f * static_cast<float>(i + 1);  // exact in f16 and bf16
     v[static_cast<size_t>(i)] = -0.5f * static_cast<float>(i + 1);
   }
-  for (KvDtype t : {KvDtype::kF16, KvDtype::kBF16, KvDtype::kF32, KvDtype::kInt8}) {
+  const float* fp8 = fp8_e4m3_table();
+  for (KvDtype t : {KvDtype::kF16, KvDtype::kBF16, KvDtype::kF32, KvDtype::kInt8, KvDtype::kFp8}) {
     SCOPED_TRACE(kv_dtype_name(t));
     spec.dtype = t;
     auto buf = KvBuffer::create(spec);
     ASSERT_TRUE(buf.ok());
-    const bool sixteen = t == KvDtype::kF16 || t == KvDtype::kBF16;
-    ASSERT_EQ((*buf)->keys_in_lanes(), sixteen);
+    ASSERT_EQ((*buf)->keys_in_lanes(), t != KvDtype::kF32);
     const int64_t slot = bs + 5;  // block 1, lane 5
     (*buf)->store(kernels(), 1, slot, k.data(), v.data());
-    if (!sixteen) continue;
+    if (t == KvDtype::kF32) continue;
+    const bool eight = t == KvDtype::kInt8 || t == KvDtype::kFp8;
     for (int h = 0; h < spec.n_kv_heads; ++h) {
-      const uint16_t* kt = (*buf)->k_lanes(1, 1, h);
-      for (int d = 0; d < spec.head_dim; ++d) {
-        for (int64_t o = 0; o < bs; ++o) {
-          const uint16_t e = kt[d * bs + o];
-          const float got = t == KvDtype::kF16 ? fp16_to_fp32(e) : bf16_to_fp32(e);
-          ASSERT_EQ(got, o == 5 ? k[static_cast<size_t>(h * spec.head_dim + d)] : 0.0f)
-              << "head " << h << " dim " << d << " lane " << o;
+      const uint8_t* kb = (*buf)->k_block(1, 1, h);
+      float amax = 0.0f;
+      for (int d = 0; d < spec.head_dim; ++d) amax = std::max(amax, k[static_cast<size_t>(h * spec.head_dim + d)]);
+      for (int64_t o = 0; o < bs; ++o) {
+        float scale = 1.0f;
+        if (eight) std::memcpy(&scale, kb + spec.head_dim * bs + o * 4, sizeof(float));
+        if (eight && o != 5) {
+          ASSERT_EQ(scale, 0.0f) << "head " << h << " lane " << o;
+        }
+        for (int d = 0; d < spec.head_dim; ++d) {
+          const float want = o == 5 ? k[static_cast<size_t>(h * spec.head_dim + d)] : 0.0f;
+          float got;
+          if (!eight) {
+            const uint16_t e = (*buf)->k_lanes(1, 1, h)[d * bs + o];
+            got = t == KvDtype::kF16 ? fp16_to_fp32(e) : bf16_to_fp32(e);
+            ASSERT_EQ(got, want) << "head " << h << " dim " << d << " lane " << o;
+            continue;
+          }
+          const uint8_t e = kb[d * bs + o];
+          got = scale * (t == KvDtype::kInt8 ? static_cast<float>(static_cast<int8_t>(e)) : fp8[e]);
+          // Quantization error: half a step (int8) or 2^-4 relative (E4M3).
+          const float bound = t == KvDtype::kInt8 ? 0.5f * amax / 127.0f * 1.0001f : std::fabs(want) * 0x1p-4f;
+          ASSERT_LE(std::fabs(got - want), bound) << "head " << h << " dim " << d << " lane " << o;
+          if (o != 5) {
+            ASSERT_EQ(e, 0) << "head " << h << " dim " << d << " lane " << o;
+          }
         }
       }
     }
+    if (eight) continue;
     const auto* vrow = static_cast<const uint16_t*>((*buf)->v(1, slot));
     for (int64_t i = 0; i < n; ++i) {
       const float got = t == KvDtype::kF16 ? fp16_to_fp32(vrow[i]) : bf16_to_fp32(vrow[i]);

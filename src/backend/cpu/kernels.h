@@ -121,6 +121,17 @@ struct Kernels {
   // attn_qk_f16_kt over bf16 keys (a bf16 KV cache).
   void (*attn_qk_bf16_kt)(const float* q, int heads, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
                           int64_t s_stride);
+  // attn_qk_f16_kt over 8-bit keys (an int8 or FP8 KV cache, KvBuffer's
+  // transposed K): kt[d * kt_stride + j] is key j's element d (int8, or FP8
+  // E4M3 as core/fp8.h decodes it) and key_scale[j] its f32 scale;
+  //   s[g * s_stride + j] = key_scale[j] * (q[g] · e_j)
+  // where e_j are the elements widened exactly (int8: the integer; FP8: the
+  // f16 number value / 256, and key_scale[j] * 256 multiplies): the same FMA
+  // chain as attn_qk_f16_kt, then one product; the same bits in every table.
+  void (*attn_qk_i8_kt)(const float* q, int heads, const uint8_t* kt, int64_t kt_stride, const float* key_scale, int n,
+                        int64_t hd, float* s, int64_t s_stride);
+  void (*attn_qk_fp8_kt)(const float* q, int heads, const uint8_t* kt, int64_t kt_stride, const float* key_scale, int n,
+                         int64_t hd, float* s, int64_t s_stride);
   // attn_pv_f16 over bf16 rows (a bf16 KV cache): the same shapes, order
   // and FMAs with each row element widened from bf16 (exact) instead of f16.
   // Null where attn_pv_f16 is: callers then use add_value per position.

@@ -277,10 +277,14 @@ void axpy_f16(float a, const uint16_t* v, float* y, int64_t n) {
 // FMA in the same order as axpy_f16's vector part.
 // Row element loads for the attention kernels: 8 converted lanes, and one element.
 struct F16Rows {
+  using Elem = uint16_t;
+  static constexpr float kUnit = 0.0f;  // attn_qk_kt.inc: no scales
   static __m256 load(const uint16_t* p) { return load_f16(p); }
   static float value(uint16_t h) { return half_to_float(h); }
 };
 struct Bf16Rows {
+  using Elem = uint16_t;
+  static constexpr float kUnit = 0.0f;
   static __m256 load(const uint16_t* p) { return load_bf16(p); }
   static float value(uint16_t h) { return bf16_value(h); }
 };
@@ -441,23 +445,30 @@ void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride,
 // the keys one vector (a partial group's elements copied into a zero-padded
 // one), q[h][d] broadcast.
 template <int H, typename Rows>
-void attn_qk_kt_heads(const float* q, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
-                      int64_t s_stride) {
+void attn_qk_kt_heads(const float* q, const typename Rows::Elem* kt, int64_t kt_stride, const float* key_scale, int n,
+                      int64_t hd, float* s, int64_t s_stride) {
   for (int j0 = 0; j0 < n; j0 += 8) {
     const int nj = std::min(8, n - j0);
     __m256 acc[H];
 #pragma GCC unroll 8
     for (auto& a : acc) a = _mm256_setzero_ps();
-    alignas(16) uint16_t part[8] = {};
+    alignas(16) typename Rows::Elem part[8] = {};
     for (int64_t d = 0; d < hd; ++d) {
-      const uint16_t* e = kt + d * kt_stride + j0;
+      const typename Rows::Elem* e = kt + d * kt_stride + j0;
       if (nj < 8) {
-        std::memcpy(part, e, static_cast<size_t>(nj) * sizeof(uint16_t));
+        std::memcpy(part, e, static_cast<size_t>(nj) * sizeof(*e));
         e = part;
       }
       const __m256 kv = Rows::load(e);
 #pragma GCC unroll 8
       for (int h = 0; h < H; ++h) acc[h] = _mm256_fmadd_ps(_mm256_set1_ps(q[h * hd + d]), kv, acc[h]);
+    }
+    if constexpr (Rows::kUnit != 0.0f) {
+      alignas(32) float sc[8] = {};
+      std::memcpy(sc, key_scale + j0, static_cast<size_t>(nj) * sizeof(float));
+      const __m256 sv = _mm256_mul_ps(_mm256_load_ps(sc), _mm256_set1_ps(Rows::kUnit));
+#pragma GCC unroll 8
+      for (auto& a : acc) a = _mm256_mul_ps(a, sv);
     }
 #pragma GCC unroll 8
     for (int h = 0; h < H; ++h) {
@@ -470,6 +481,30 @@ void attn_qk_kt_heads(const float* q, const uint16_t* kt, int64_t kt_stride, int
     }
   }
 }
+
+// 8 key elements of an 8-bit cache widened to f32 (attn_qk_i8_kt /
+// attn_qk_fp8_kt; FP8 as the f16 number value / 256, kv_fp8_to_f16's
+// mapping).
+struct KtI8 {
+  using Elem = uint8_t;
+  static constexpr float kUnit = 1.0f;
+  static __m256 load(const uint8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+};
+struct KtFp8 {
+  using Elem = uint8_t;
+  static constexpr float kUnit = 256.0f;
+  static __m256 load(const uint8_t* p) {
+    const __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    const __m128i mag = _mm_set1_epi16(0x7f);
+    const __m128i mb = _mm_and_si128(b, mag);
+    const __m128i sign = _mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x80)), 8);
+    const __m128i h = _mm_blendv_epi8(_mm_or_si128(sign, _mm_slli_epi16(mb, 7)),
+                                      _mm_or_si128(sign, _mm_set1_epi16(0x7e00)), _mm_cmpeq_epi16(mb, mag));
+    return _mm256_cvtph_ps(h);
+  }
+};
 
 // attn_qk_kt.inc's table entries.
 using KtF16 = F16Rows;
@@ -695,6 +730,8 @@ constexpr Kernels kAvx2Table{
     .attn_qk_f16 = attn_qk_f16,
     .attn_qk_f16_kt = attn_qk_f16_kt,
     .attn_qk_bf16_kt = attn_qk_bf16_kt,
+    .attn_qk_i8_kt = attn_qk_i8_kt,
+    .attn_qk_fp8_kt = attn_qk_fp8_kt,
     .attn_pv_bf16 = attn_pv_bf16,
     .kv_int8_to_f16 = kv_int8_to_f16,
     .kv_fp8_to_f16 = kv_fp8_to_f16,

@@ -463,14 +463,40 @@ void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride,
 // 16 key elements widened to f32 (one masked vector).
 template <__m512 (*Load)(const uint16_t*, __mmask16)>
 struct Keys {
+  using Elem = uint16_t;
+  static constexpr float kUnit = 0.0f;  // no scales
   static __m512 load(const uint16_t* p, __mmask16 m) { return Load(p, m); }
+};
+struct KtI8 {
+  using Elem = uint8_t;
+  static constexpr float kUnit = 1.0f;
+  static __m512 load(const uint8_t* p, __mmask16 m) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
+  }
+};
+// FP8 E4M3 to the f16 number value / 256 (kv_fp8_to_f16's mapping: the
+// magnitude bits shifted into the f16 exponent and mantissa; NaN to NaN).
+struct KtFp8 {
+  using Elem = uint8_t;
+  static constexpr float kUnit = 256.0f;
+  static __m512 load(const uint8_t* p, __mmask16 m) {
+    const __m256i b = _mm256_cvtepu8_epi16(_mm_maskz_loadu_epi8(m, p));
+    const __m256i mag = _mm256_set1_epi16(0x7f);
+    const __m256i mb = _mm256_and_si256(b, mag);
+    const __m256i sign = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8);
+    const __m256i h =
+        _mm256_mask_mov_epi16(_mm256_or_si256(sign, _mm256_slli_epi16(mb, 7)), _mm256_cmpeq_epi16_mask(mb, mag),
+                              _mm256_or_si256(sign, _mm256_set1_epi16(0x7e00)));
+    return _mm512_cvtph_ps(h);
+  }
 };
 
 // attn_qk_*_kt for H heads: H accumulators of the n <= 16 keys, element d
-// of the keys one masked vector, q[h][d] the broadcast operand of the FMA.
+// of the keys one masked vector, q[h][d] the broadcast operand of the FMA;
+// 8-bit keys' scores then times key_scale * kUnit.
 template <int H, typename K>
-void attn_qk_kt_heads(const float* q, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
-                      int64_t s_stride) {
+void attn_qk_kt_heads(const float* q, const typename K::Elem* kt, int64_t kt_stride, const float* key_scale, int n,
+                      int64_t hd, float* s, int64_t s_stride) {
   const __mmask16 m = tail_mask(n);
   __m512 acc[H];
 #pragma GCC unroll 8
@@ -479,6 +505,11 @@ void attn_qk_kt_heads(const float* q, const uint16_t* kt, int64_t kt_stride, int
     const __m512 kv = K::load(kt + d * kt_stride, m);
 #pragma GCC unroll 8
     for (int h = 0; h < H; ++h) acc[h] = _mm512_fmadd_ps(_mm512_set1_ps(q[h * hd + d]), kv, acc[h]);
+  }
+  if constexpr (K::kUnit != 0.0f) {
+    const __m512 sc = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, key_scale), _mm512_set1_ps(K::kUnit));
+#pragma GCC unroll 8
+    for (auto& a : acc) a = _mm512_mul_ps(a, sc);
   }
 #pragma GCC unroll 8
   for (int h = 0; h < H; ++h) _mm512_mask_storeu_ps(s + h * s_stride, m, acc[h]);
@@ -722,6 +753,8 @@ const Kernels& avx512_kernels() {
       .attn_qk_f16 = attn_qk_f16,
       .attn_qk_f16_kt = attn_qk_f16_kt,
       .attn_qk_bf16_kt = attn_qk_bf16_kt,
+      .attn_qk_i8_kt = attn_qk_i8_kt,
+      .attn_qk_fp8_kt = attn_qk_fp8_kt,
       .attn_pv_bf16 = attn_pv_bf16,
       .kv_int8_to_f16 = kv_int8_to_f16,
       .kv_fp8_to_f16 = kv_fp8_to_f16,

@@ -215,6 +215,8 @@ const Kernels& scalar_kernels() {
       .attn_qk_f16 = nullptr,
       .attn_qk_f16_kt = nullptr,
       .attn_qk_bf16_kt = nullptr,
+      .attn_qk_i8_kt = nullptr,
+      .attn_qk_fp8_kt = nullptr,
       .attn_pv_bf16 = nullptr,
       .kv_int8_to_f16 = kv_int8_to_f16,
       .kv_fp8_to_f16 = kv_fp8_to_f16,

@@ -15,7 +15,7 @@ Result<std::unique_ptr<KvBuffer>> KvBuffer::create(const KvCacheSpec& spec) {
   buf->row_elems_ = static_cast<int64_t>(spec.n_kv_heads) * spec.head_dim;
   buf->row_bytes_ =
       static_cast<int64_t>(spec.n_kv_heads) * static_cast<int64_t>(kv_head_bytes(spec.dtype, spec.head_dim));
-  buf->row16_.resize(static_cast<size_t>(buf->row_elems_));
+  buf->row_.resize(static_cast<size_t>(buf->row_bytes_));
   const auto n = static_cast<size_t>(spec.n_layers * spec.capacity_tokens() * buf->row_bytes_);
   auto k = HugePageMemory::allocate(n);
   auto v = HugePageMemory::allocate(n);
@@ -106,18 +106,45 @@ void load_row(const KvCacheSpec& spec, const void* src, float* x) {
 
 }  // namespace
 
+namespace {
+
+// Byte offset, within a block's K, of head h's element d of the key in lane
+// o (kv_buffer.h), and of that key's scale (8-bit); `elem` bytes per element.
+struct KeyLanes {
+  int64_t bs, hd, elem, chunk;  // chunk: one head's bytes in a block
+  int64_t value(int64_t h, int64_t d, int64_t o) const { return h * chunk + (d * bs + o) * elem; }
+  int64_t scale(int64_t h, int64_t o) const { return h * chunk + hd * bs + o * static_cast<int64_t>(sizeof(float)); }
+};
+
+KeyLanes key_lanes(const KvCacheSpec& spec) {
+  const int64_t bs = spec.block_size, hd = spec.head_dim;
+  const int64_t elem = spec.dtype == KvDtype::kInt8 || spec.dtype == KvDtype::kFp8 ? 1 : 2;  // not f32
+  return {bs, hd, elem, bs * static_cast<int64_t>(kv_head_bytes(spec.dtype, spec.head_dim))};
+}
+
+}  // namespace
+
 void KvBuffer::store(const Kernels& kernels, int layer, int64_t slot, const float* k, const float* v) {
   store_row(kernels, spec_, v, this->v(layer, slot));
   if (!keys_in_lanes()) {
     store_row(kernels, spec_, k, this->k(layer, slot));
     return;
   }
-  // The row as 16-bit values, then element (head, d) to lane slot % bs of
-  // the block's [n_kv_heads * head_dim, bs] keys.
-  store_row(kernels, spec_, k, row16_.data());
-  const int64_t bs = spec_.block_size;
-  auto* block = static_cast<uint16_t*>(this->k(layer, slot / bs * bs)) + slot % bs;
-  for (int64_t i = 0; i < row_elems_; ++i) block[i * bs] = row16_[static_cast<size_t>(i)];
+  // The row as rows store it, then element (head, d) to lane slot % bs of
+  // the head's [head_dim, bs] keys in the block (and an 8-bit row's scale to
+  // the head's [bs] scales).
+  store_row(kernels, spec_, k, row_.data());
+  const KeyLanes kl = key_lanes(spec_);
+  const int64_t o = slot % kl.bs;
+  auto* block = static_cast<uint8_t*>(this->k(layer, slot / kl.bs * kl.bs));
+  const auto head_bytes = static_cast<int64_t>(kv_head_bytes(spec_.dtype, spec_.head_dim));
+  for (int64_t h = 0; h < spec_.n_kv_heads; ++h) {
+    const uint8_t* src = row_.data() + h * head_bytes;
+    for (int64_t d = 0; d < kl.hd; ++d) {
+      std::memcpy(block + kl.value(h, d, o), src + d * kl.elem, static_cast<size_t>(kl.elem));
+    }
+    if (kl.elem == 1) std::memcpy(block + kl.scale(h, o), src + kl.hd, sizeof(float));
+  }
 }
 
 void KvBuffer::load(int layer, int64_t slot, float* k, float* v) const {
@@ -126,10 +153,18 @@ void KvBuffer::load(int layer, int64_t slot, float* k, float* v) const {
     load_row(spec_, this->k(layer, slot), k);
     return;
   }
-  const int64_t bs = spec_.block_size;
-  const auto* block = static_cast<const uint16_t*>(this->k(layer, slot / bs * bs)) + slot % bs;
-  std::vector<uint16_t> row(static_cast<size_t>(row_elems_));
-  for (int64_t i = 0; i < row_elems_; ++i) row[static_cast<size_t>(i)] = block[i * bs];
+  const KeyLanes kl = key_lanes(spec_);
+  const int64_t o = slot % kl.bs;
+  const auto* block = static_cast<const uint8_t*>(this->k(layer, slot / kl.bs * kl.bs));
+  const auto head_bytes = static_cast<int64_t>(kv_head_bytes(spec_.dtype, spec_.head_dim));
+  std::vector<uint8_t> row(static_cast<size_t>(row_bytes_));
+  for (int64_t h = 0; h < spec_.n_kv_heads; ++h) {
+    uint8_t* dst = row.data() + h * head_bytes;
+    for (int64_t d = 0; d < kl.hd; ++d) {
+      std::memcpy(dst + d * kl.elem, block + kl.value(h, d, o), static_cast<size_t>(kl.elem));
+    }
+    if (kl.elem == 1) std::memcpy(dst + kl.hd, block + kl.scale(h, o), sizeof(float));
+  }
   load_row(spec_, row.data(), k);
 }
 

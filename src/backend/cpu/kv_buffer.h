@@ -2,11 +2,13 @@
 // Per layer, V is [num_blocks * block_size, n_kv_heads, head_dim] of
 // spec.dtype (f16 by default; bf16, f32, and int8 / fp8 where each head's
 // row is followed by its f32 scale), indexed by slot
-// (block * block_size + offset), and so is K for f32, int8 and fp8. K of a
-// 16-bit cache (f16, bf16) is transposed within each block:
-//   [num_blocks, n_kv_heads, head_dim, block_size]
+// (block * block_size + offset), and so is K for f32. K of every other
+// dtype is transposed within each block, one chunk per KV head:
+//   16-bit (f16, bf16): [num_blocks, n_kv_heads, head_dim, block_size]
+//   8-bit (int8, fp8):  [num_blocks, n_kv_heads, (head_dim, block_size)
+//                        values, then block_size f32 scales]
 // so that element d of a block's keys is one vector (keys_in_lanes(): the
-// scores take one FMA per element for 16 keys, kernels.h attn_qk_f16_kt).
+// scores take one FMA per element for 16 keys, kernels.h attn_qk_*_kt).
 // Either way a block's bytes are contiguous (block_size rows' worth), so
 // attention streams one block at a time and copy_block copies bytes.
 #pragma once
@@ -29,8 +31,8 @@ class KvBuffer final : public KvCache {
   static Result<std::unique_ptr<KvBuffer>> create(const KvCacheSpec& spec);
 
   const KvCacheSpec& spec() const override { return spec_; }
-  // Whether K is stored transposed within blocks (16-bit dtypes).
-  bool keys_in_lanes() const { return spec_.dtype == KvDtype::kF16 || spec_.dtype == KvDtype::kBF16; }
+  // Whether K is stored transposed within blocks (every dtype but f32).
+  bool keys_in_lanes() const { return spec_.dtype != KvDtype::kF32; }
   // Row of slot `slot` in layer `layer`: n_kv_heads head rows of
   // kv_head_bytes(spec().dtype, head_dim) bytes each. For K only without
   // keys_in_lanes() (with it, k(layer, slot) is where the slot's block
@@ -40,10 +42,15 @@ class KvBuffer final : public KvCache {
   const void* k(int layer, int64_t slot) const { return k_.data() + offset(layer, slot); }
   const void* v(int layer, int64_t slot) const { return v_.data() + offset(layer, slot); }
   // With keys_in_lanes(): block `block`'s keys of KV head `head` in layer
-  // `layer`, [head_dim, block_size] 16-bit elements.
+  // `layer`: block_size * kv_head_bytes(dtype, head_dim) bytes, laid out as
+  // above. k_lanes: the same for a 16-bit cache, [head_dim, block_size].
+  const uint8_t* k_block(int layer, int64_t block, int32_t head) const {
+    return k_.data() + offset(layer, block * spec_.block_size) +
+           static_cast<int64_t>(head) * spec_.block_size *
+               static_cast<int64_t>(kv_head_bytes(spec_.dtype, spec_.head_dim));
+  }
   const uint16_t* k_lanes(int layer, int64_t block, int32_t head) const {
-    return reinterpret_cast<const uint16_t*>(k_.data() + offset(layer, block * spec_.block_size)) +
-           static_cast<int64_t>(head) * spec_.head_dim * spec_.block_size;
+    return reinterpret_cast<const uint16_t*>(k_block(layer, block, head));
   }
 
   // Converts k[n_kv_heads * head_dim] and v[...] (f32) into slot `slot`.
@@ -62,9 +69,9 @@ class KvBuffer final : public KvCache {
   }
 
   KvCacheSpec spec_;
-  int64_t row_elems_ = 0;        // n_kv_heads * head_dim
-  int64_t row_bytes_ = 0;        // row_elems_ * element size
-  std::vector<uint16_t> row16_;  // store / load: one 16-bit K row [row_elems_]
+  int64_t row_elems_ = 0;     // n_kv_heads * head_dim
+  int64_t row_bytes_ = 0;     // row_elems_ * element size
+  std::vector<uint8_t> row_;  // store: one K row as rows store it [row_bytes_]
   // Huge-page memory: decode at 4k context walks a page per KV block and
   // layer otherwise (0.78x the tokens/s, docs/quantization.md).
   HugePageMemory k_;  // [n_layers, slots, n_kv_heads, head_dim]

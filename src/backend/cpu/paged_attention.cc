@@ -37,10 +37,10 @@ struct Item {
 // at most this many positions are computed exactly as without splitting.
 constexpr int32_t kSplitPositions = 1024;
 
-// q · k for one head's key of the cache's dtype: a row, or for 16-bit
-// caches (keys transposed within their block, kv_buffer.h) the key's
-// elements `stride` elements apart.
-float dot_key(const Kernels& k, KvDtype t, const uint8_t* key, int64_t stride, const float* q, int64_t n) {
+// q · k for one head's key of the cache's dtype: an f32 row, or (every
+// other dtype: keys transposed within their block, kv_buffer.h) the key's
+// elements `stride` elements apart, an 8-bit key's scale `scale`.
+float dot_key(const Kernels& k, KvDtype t, const uint8_t* key, int64_t stride, float scale, const float* q, int64_t n) {
   switch (t) {
     case KvDtype::kF16:
     case KvDtype::kBF16: {
@@ -56,17 +56,13 @@ float dot_key(const Kernels& k, KvDtype t, const uint8_t* key, int64_t stride, c
     case KvDtype::kInt8: {
       const auto* v = reinterpret_cast<const int8_t*>(key);
       float sum = 0.0f;
-      for (int64_t i = 0; i < n; ++i) sum += q[i] * static_cast<float>(v[i]);
-      float scale;
-      std::memcpy(&scale, key + n, sizeof(scale));
+      for (int64_t i = 0; i < n; ++i) sum += q[i] * static_cast<float>(v[i * stride]);
       return sum * scale;
     }
     case KvDtype::kFp8: {
       const float* fp8 = fp8_e4m3_table();
       float sum = 0.0f;
-      for (int64_t i = 0; i < n; ++i) sum += q[i] * fp8[key[i]];
-      float scale;
-      std::memcpy(&scale, key + n, sizeof(scale));
+      for (int64_t i = 0; i < n; ++i) sum += q[i] * fp8[key[i * stride]];
       return sum * scale;
     }
   }
@@ -167,29 +163,30 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   const auto head_off = static_cast<int64_t>(static_cast<uint64_t>(kv_head) * kv_head_bytes(t, hd));
   // Bytes between consecutive slots' rows (all heads of one token).
   const auto row_bytes = static_cast<int64_t>(static_cast<uint64_t>(kv.spec().n_kv_heads) * kv_head_bytes(t, hd));
-  // 8-bit KV rows go through the f16 kernels: each block's rows converted to
-  // f16 exactly (kv_int8_to_f16 / kv_fp8_to_f16), their scales applied to
-  // the scores and to p.
+  // 8-bit value rows go through the f16 P·V kernel: each block's rows
+  // converted to f16 exactly (kv_int8_to_f16 / kv_fp8_to_f16), their scales
+  // applied to p.
   using ToF16 = void (*)(const uint8_t*, int64_t, int, int64_t, uint16_t*, float*);
   const ToF16 to_f16 = t == KvDtype::kInt8 ? k.kv_int8_to_f16 : t == KvDtype::kFp8 ? k.kv_fp8_to_f16 : nullptr;
   const bool f16_rows = t == KvDtype::kF16 || to_f16 != nullptr;
   // The grouped kernels for the rows' 16-bit type (8-bit rows: f16 after to_f16).
   const bool bf16_rows = t == KvDtype::kBF16;
   const auto attn_pv = bf16_rows ? k.attn_pv_bf16 : f16_rows ? k.attn_pv_f16 : nullptr;
-  // 16-bit keys lie transposed within their block (kv_buffer.h): every
-  // head's scores of a block from one attn_qk_*_kt call. 8-bit rows, after
-  // their conversion to f16 rows, take the row kernels.
+  // Keys lie transposed within their block (kv_buffer.h; all but f32):
+  // every head's scores of a block from one attn_qk_*_kt call.
   const bool keys_t = kv.keys_in_lanes();
-  const auto attn_qk_kt = !keys_t ? nullptr : bf16_rows ? k.attn_qk_bf16_kt : k.attn_qk_f16_kt;
-  const auto attn_qk = !keys_t && to_f16 != nullptr ? k.attn_qk_f16 : nullptr;
+  const bool eight_bit = t == KvDtype::kInt8 || t == KvDtype::kFp8;
+  const auto attn_qk_kt = !keys_t || eight_bit ? nullptr : bf16_rows ? k.attn_qk_bf16_kt : k.attn_qk_f16_kt;
+  const auto attn_qk_kt8 = !eight_bit ? nullptr : t == KvDtype::kInt8 ? k.attn_qk_i8_kt : k.attn_qk_fp8_kt;
   const bool group_pv = attn_pv != nullptr;
-  const bool group_qk = attn_qk != nullptr && hd <= kAttnMaxHeadDim;
   if (to_f16 != nullptr) rows16.resize(static_cast<size_t>(tn) * hd);
-  if (group_qk || attn_qk_kt != nullptr) {
+  if (attn_qk_kt != nullptr || attn_qk_kt8 != nullptr) {
     // Scores come out scaled (softmax scale folded into q once per item).
     for (int64_t i = 0; i < static_cast<int64_t>(group) * hd; ++i) q_scaled[i] = q[i] * sh.scale;
   }
   const auto head_bytes = static_cast<int64_t>(kv_head_bytes(t, hd));
+  // An 8-bit block's keys of this head: [hd, bs] values, then [bs] scales.
+  const int64_t key_values = static_cast<int64_t>(hd) * bs;
   const bool prefetch = seq.n_tokens <= kPrefetchMaxRows;
   // Slot of each of the tile's blocks' first position, and the first value
   // row of this head in each (attn_pv's blocks).
@@ -209,47 +206,36 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
       if (const int32_t ahead = start + (b + kPrefetchBlocks) * bs; prefetch && ahead < n_ctx) {
         const int64_t slot = block_slot(ahead);
         const int32_t rows = std::min(bs, n_ctx - ahead);
-        if (keys_t) {  // this head's [hd, bs] keys, contiguous
-          prefetch_rows(reinterpret_cast<const uint8_t*>(kv.k_lanes(layer, slot / bs, kv_head)), 1, 0,
-                        static_cast<int64_t>(hd) * bs * static_cast<int64_t>(sizeof(uint16_t)));
+        if (keys_t) {  // this head's keys of the block, contiguous
+          prefetch_rows(kv.k_block(layer, slot / bs, kv_head), 1, 0, bs * head_bytes);
         } else {
           prefetch_rows(static_cast<const uint8_t*>(kv.k(layer, slot)) + head_off, rows, row_bytes, head_bytes);
         }
         prefetch_rows(static_cast<const uint8_t*>(kv.v(layer, slot)) + head_off, rows, row_bytes, head_bytes);
       }
+      const uint8_t* kb = keys_t ? kv.k_block(layer, sl / bs, kv_head) : nullptr;
       if (attn_qk_kt != nullptr) {
         // Every head of the group at once, element d of 16 keys one vector.
-        const uint16_t* kt = kv.k_lanes(layer, sl / bs, kv_head);
+        const auto* kt = reinterpret_cast<const uint16_t*>(kb);
         for (int32_t j0 = 0; j0 < nj; j0 += kAttnKeys) {
           attn_qk_kt(q_scaled, group, kt + j0, bs, std::min(kAttnKeys, nj - j0), hd, sb + j0, tn);
         }
-      } else if (group_qk) {
-        // Every head of the group at once, each key row converted once.
-        const auto* key0 = static_cast<const uint8_t*>(kv.k(layer, sl)) + head_off;
-        const uint8_t* keys = key0;  // f16 rows, key_stride bytes apart
-        int64_t key_stride = row_bytes;
-        if (to_f16 != nullptr) {
-          to_f16(key0, row_bytes, nj, hd, rows16.data(), row_scale);
-          keys = reinterpret_cast<const uint8_t*>(rows16.data());
-          key_stride = hd * static_cast<int64_t>(sizeof(uint16_t));
-        }
+      } else if (attn_qk_kt8 != nullptr) {
+        const auto* scales = reinterpret_cast<const float*>(kb + key_values);
         for (int32_t j0 = 0; j0 < nj; j0 += kAttnKeys) {
-          attn_qk(q_scaled, group, reinterpret_cast<const uint16_t*>(keys + j0 * key_stride), key_stride,
-                  std::min(kAttnKeys, nj - j0), hd, sb + j0, tn);
-        }
-        if (to_f16 != nullptr) {
-          for (int32_t g = 0; g < group; ++g) {
-            for (int32_t j = 0; j < nj; ++j) sb[g * tn + j] *= row_scale[j];
-          }
+          attn_qk_kt8(q_scaled, group, kb + j0, bs, scales + j0, std::min(kAttnKeys, nj - j0), hd, sb + j0, tn);
         }
       } else {
+        const int64_t elem = eight_bit ? 1 : 2;  // bytes per transposed element
         for (int32_t g = 0; g < group; ++g) {
           const float* qg = q + static_cast<int64_t>(g) * hd;
           float* sg = sb + static_cast<int64_t>(g) * tn;
           for (int32_t j = 0; j < nj; ++j) {
-            const auto* key = keys_t ? reinterpret_cast<const uint8_t*>(kv.k_lanes(layer, sl / bs, kv_head) + j)
-                                     : static_cast<const uint8_t*>(kv.k(layer, sl + j)) + head_off;
-            sg[j] = dot_key(k, t, key, keys_t ? bs : 1, qg, hd);
+            float scale = 1.0f;
+            if (eight_bit)
+              std::memcpy(&scale, kb + key_values + j * static_cast<int64_t>(sizeof(float)), sizeof(float));
+            const uint8_t* key = keys_t ? kb + j * elem : static_cast<const uint8_t*>(kv.k(layer, sl + j)) + head_off;
+            sg[j] = dot_key(k, t, key, keys_t ? bs : 1, scale, qg, hd);
           }
           for (int32_t j = 0; j < nj; ++j) sg[j] *= sh.scale;
         }
