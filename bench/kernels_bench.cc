@@ -285,25 +285,25 @@ void BM_AttnPv(benchmark::State& state) {
 }
 BENCHMARK(BM_AttnPv)->Arg(0)->Arg(1)->ArgNames({"fused"})->Repetitions(3)->ReportAggregatesOnly(true);
 
-// Attention's key scores for the same shape: dot_rows_f16 per head, four
-// keys per call (fused:0, what paged_attention did before), against one
-// attn_qk_f16 call per block (fused:1).
+// Attention's key scores for the same shape: dot_rows_f16 per head over key
+// rows, four keys per call (fused:0), against one attn_qk_f16_kt call per
+// block over the block's transposed keys, as KvBuffer stores them (fused:1).
 void BM_AttnQk(benchmark::State& state) {
   const Kernels& k = bench_kernels();
   const bool fused = state.range(0) != 0;
-  if (fused && k.attn_qk_f16 == nullptr) {
-    state.SkipWithError("this table has no attn_qk_f16");
+  if (fused && k.attn_qk_f16_kt == nullptr) {
+    state.SkipWithError("this table has no attn_qk_f16_kt");
     return;
   }
   constexpr int kHeads = 8, kBlock = 16, kHeadDim = 64, kKvHeads = 4, kBlocks = 32;
   std::vector<uint16_t> keys(static_cast<size_t>(kBlocks * kBlock * kKvHeads * kHeadDim), fp32_to_fp16(0.5f));
   std::vector<float> q(kHeads * kHeadDim, 0.01f), s(kHeads * kBlock, 0.0f);
-  const int64_t k_row = kKvHeads * kHeadDim;  // elements between positions
+  const int64_t k_row = kKvHeads * kHeadDim;  // elements between positions (rows), or one block's heads
   for (auto _ : state) {
     for (int b = 0; b < kBlocks; ++b) {
       const uint16_t* k0 = keys.data() + static_cast<size_t>(b) * kBlock * k_row;
       if (fused) {
-        k.attn_qk_f16(q.data(), kHeads, k0, k_row * 2, kBlock, kHeadDim, s.data(), kBlock);
+        k.attn_qk_f16_kt(q.data(), kHeads, k0, kBlock, kBlock, kHeadDim, s.data(), kBlock);
       } else {
         for (int g = 0; g < kHeads; ++g) {
           for (int j = 0; j < kBlock; j += kDotRows) {
@@ -314,7 +314,7 @@ void BM_AttnQk(benchmark::State& state) {
       benchmark::DoNotOptimize(s.data());
     }
   }
-  state.SetLabel(fused ? "attn_qk_f16" : "dot_rows_f16 per head");
+  state.SetLabel(fused ? "attn_qk_f16_kt" : "dot_rows_f16 per head");
 }
 BENCHMARK(BM_AttnQk)->Arg(0)->Arg(1)->ArgNames({"fused"})->Repetitions(3)->ReportAggregatesOnly(true);
 

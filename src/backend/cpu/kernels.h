@@ -45,9 +45,8 @@ struct QuantKernels {
   void (*quantize_row_q8_k)(const float* x, BlockQ8_K* y, int64_t n);
 };
 
-// Keys per attn_qk_f16 call and the largest head_dim it takes.
+// Keys per attn_qk_*_kt call.
 inline constexpr int kAttnKeys = 16;
-inline constexpr int64_t kAttnMaxHeadDim = 256;
 
 struct Kernels {
   Isa isa;
@@ -88,24 +87,14 @@ struct Kernels {
   // axpy_f16(p[g * p_stride + j], v_j, out + g * out_stride, hd) for
   // j = 0..n-1 (the same product and FMA per element in the same order), but
   // each value row is loaded and converted once for up to four heads, the
-  // accumulators stay in registers across the blocks, and the rescale is applied as the accumulators are loaded (a
-  // separate pass stored them just before this call's loads, which then waited on the stores: 14% of this kernel's
-  // samples at 4k context). Null in tables without a faster form: callers then scale and loop over axpy_f16.
+  // accumulators stay in registers across the blocks, and the rescale is
+  // applied as the accumulators are loaded (a separate pass stored them just
+  // before this call's loads, which then waited on the stores: 14% of this
+  // kernel's samples at 4k context). Null in tables without a faster form:
+  // callers then scale and loop over axpy_f16.
   void (*attn_pv_f16)(const float* p, int64_t p_stride, int heads, const uint16_t* const* v, int64_t v_rows,
                       int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale);
-  // Attention's key scores for the query heads that share one KV head, over
-  // n <= kAttnKeys cached positions:
-  //   s[g * s_stride + j] = q[g * hd .. g * hd + hd) · k_j   (f32, unscaled)
-  // for g < heads, j < n, where k_j is the f16 row at byte offset
-  // j * k_stride from k; hd <= kAttnMaxHeadDim. Each key row is converted
-  // once for all heads, and the 16 dot products of a head are reduced
-  // together (one transposed tree instead of 16 horizontal sums). Within
-  // float rounding of dot_f16 (not bit-identical to it; every token's scores
-  // come from the same calls whatever the batch). Null in tables without a
-  // faster form: callers then use dot_rows_f16 / dot_f16 per head.
-  void (*attn_qk_f16)(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
-                      int64_t s_stride);
-  // Attention's key scores from keys stored transposed (KvBuffer's 16-bit K,
+  // Attention's key scores from keys stored transposed (KvBuffer's f16 K,
   // keys_in_lanes): kt[d * kt_stride + j] is key j's element d, j < n <=
   // kAttnKeys, d < hd (any hd);
   //   s[g * s_stride + j] = q[g * hd .. g * hd + hd) · k_j   (f32, unscaled)
@@ -139,7 +128,7 @@ struct Kernels {
                        int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale);
   // KV rows of 8-bit values, each followed by its f32 scale (kv_buffer.h:
   // int8, or FP8 E4M3 as core/fp8.h decodes it), to f16 rows that
-  // attn_qk_f16 / attn_pv_f16 read: for j < n, with row j at byte offset
+  // attn_pv_f16 reads: for j < n, with row j at byte offset
   // j * stride from `rows`,
   //   out[j * hd + i] = f16(value_ji / unit),  scales[j] = scale_j * unit
   // where unit = 1 for int8 and 256 for FP8. Exact: int8 values and FP8

@@ -374,71 +374,10 @@ void attn_pv_bf16(const float* p, int64_t p_stride, int heads, const uint16_t* c
   attn_pv_rows<Bf16Rows>(p, p_stride, heads, v, v_rows, v_stride, n, out, out_stride, hd, rescale);
 }
 
-// Lane j of the result = the sum of a[j]'s 8 lanes (a transposed hadd tree:
-// 7 adds for 8 sums instead of 8 separate reductions).
-__m256 reduce8(const __m256 (&a)[8]) {
-  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
-  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
-  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
-  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
-}
-
 // Lanes [0, rem) set (rem clamped to 0..8), for masked loads and stores.
 __m256i lane_mask(int64_t rem) {
   const int64_t r = rem < 0 ? 0 : (rem > 8 ? 8 : rem);
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(r)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-template <typename Rows>
-void attn_qk_rows(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
-                  int64_t s_stride) {
-  // The n keys as f32, zero-padded to whole groups of 8 keys x a multiple of
-  // 8 elements; q is read in place when hd is a multiple of 8, else copied
-  // once per head into a zero-padded row. The same FMAs in the same order
-  // either way.
-  alignas(32) float kf[kAttnKeys][kAttnMaxHeadDim];
-  alignas(32) float qf[kAttnMaxHeadDim];
-  const int64_t chunks = (hd + 7) / 8;
-  const int64_t n8 = hd / 8 * 8;
-  const int groups = (n + 7) / 8;
-  for (int j = 0; j < 8 * groups; ++j) {
-    if (j >= n) {
-      for (int64_t c = 0; c < chunks; ++c) _mm256_store_ps(kf[j] + 8 * c, _mm256_setzero_ps());
-      continue;
-    }
-    const auto* row = reinterpret_cast<const uint16_t*>(reinterpret_cast<const char*>(k) + j * k_stride);
-    int64_t i = 0;
-    for (; i < n8; i += 8) _mm256_store_ps(kf[j] + i, Rows::load(row + i));
-    for (; i < 8 * chunks; ++i) kf[j][i] = i < hd ? Rows::value(row[i]) : 0.0f;
-  }
-  for (int h = 0; h < heads; ++h) {
-    const float* qh = q + h * hd;
-    if (n8 != hd) {
-      for (int64_t i = 0; i < 8 * chunks; ++i) qf[i] = i < hd ? qh[i] : 0.0f;
-      qh = qf;
-    }
-    for (int g8 = 0; g8 < groups; ++g8) {
-      __m256 acc[8];
-      for (auto& a : acc) a = _mm256_setzero_ps();
-      for (int64_t c = 0; c < chunks; ++c) {
-        const __m256 qv = _mm256_loadu_ps(qh + 8 * c);
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(qv, _mm256_load_ps(kf[8 * g8 + j] + 8 * c), acc[j]);
-      }
-      const __m256 sums = reduce8(acc);
-      float* out = s + h * s_stride + 8 * g8;
-      if (n - 8 * g8 >= 8) {
-        _mm256_storeu_ps(out, sums);
-      } else {
-        _mm256_maskstore_ps(out, lane_mask(n - 8 * g8), sums);
-      }
-    }
-  }
-}
-
-void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
-                 int64_t s_stride) {
-  attn_qk_rows<F16Rows>(q, heads, k, k_stride, n, hd, s, s_stride);
 }
 
 // attn_qk_*_kt for H heads, 8 keys at a time: H accumulators, element d of
@@ -727,7 +666,6 @@ constexpr Kernels kAvx2Table{
     .quantize_row_q8_0 = quantize_row_q8_0,
     .axpy_f16 = axpy_f16,
     .attn_pv_f16 = attn_pv_f16,
-    .attn_qk_f16 = attn_qk_f16,
     .attn_qk_f16_kt = attn_qk_f16_kt,
     .attn_qk_bf16_kt = attn_qk_bf16_kt,
     .attn_qk_i8_kt = attn_qk_i8_kt,

@@ -425,41 +425,6 @@ template <typename Op>
   return reduce16_with(a, [](__m512 x, __m512 y) { return _mm512_add_ps(x, y); });
 }
 
-template <__m512 (*Load)(const uint16_t*, __mmask16)>
-void attn_qk_rows(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
-                  int64_t s_stride) {
-  // The n keys as f32, zero-padded to 16 keys x a multiple of 16 elements.
-  alignas(64) float kf[kAttnKeys][kAttnMaxHeadDim];
-  const int64_t chunks = (hd + 15) / 16;
-  for (int j = 0; j < kAttnKeys; ++j) {
-    if (j >= n) {
-      for (int64_t c = 0; c < chunks; ++c) _mm512_store_ps(kf[j] + 16 * c, _mm512_setzero_ps());
-      continue;
-    }
-    const auto* row = reinterpret_cast<const uint16_t*>(reinterpret_cast<const char*>(k) + j * k_stride);
-    for (int64_t c = 0; c < chunks; ++c) _mm512_store_ps(kf[j] + 16 * c, Load(row + 16 * c, tail_mask(hd - 16 * c)));
-  }
-  const auto keep = static_cast<__mmask16>((1u << n) - 1u);
-  for (int h = 0; h < heads; ++h) {
-    const float* qh = q + h * hd;
-    __m512 acc[kAttnKeys];
-#pragma GCC unroll 16
-    for (auto& a : acc) a = _mm512_setzero_ps();
-#pragma GCC unroll 4
-    for (int64_t c = 0; c < chunks; ++c) {
-      const __m512 qv = load_f32(qh + 16 * c, tail_mask(hd - 16 * c));
-#pragma GCC unroll 16
-      for (int j = 0; j < kAttnKeys; ++j) acc[j] = _mm512_fmadd_ps(qv, _mm512_load_ps(kf[j] + 16 * c), acc[j]);
-    }
-    _mm512_mask_storeu_ps(s + h * s_stride, keep, reduce16(acc));
-  }
-}
-
-void attn_qk_f16(const float* q, int heads, const uint16_t* k, int64_t k_stride, int n, int64_t hd, float* s,
-                 int64_t s_stride) {
-  attn_qk_rows<load_f16>(q, heads, k, k_stride, n, hd, s, s_stride);
-}
-
 // 16 key elements widened to f32 (one masked vector).
 template <__m512 (*Load)(const uint16_t*, __mmask16)>
 struct Keys {
@@ -750,7 +715,6 @@ const Kernels& avx512_kernels() {
       .quantize_row_q8_0 = quantize_row_q8_0,
       .axpy_f16 = axpy_f16,
       .attn_pv_f16 = attn_pv_f16,
-      .attn_qk_f16 = attn_qk_f16,
       .attn_qk_f16_kt = attn_qk_f16_kt,
       .attn_qk_bf16_kt = attn_qk_bf16_kt,
       .attn_qk_i8_kt = attn_qk_i8_kt,

@@ -212,7 +212,6 @@ const Kernels& scalar_kernels() {
       .quantize_row_q8_0 = quantize_row_q8_0,
       .axpy_f16 = axpy_f16,
       .attn_pv_f16 = nullptr,
-      .attn_qk_f16 = nullptr,
       .attn_qk_f16_kt = nullptr,
       .attn_qk_bf16_kt = nullptr,
       .attn_qk_i8_kt = nullptr,

@@ -1,5 +1,5 @@
-// Causal attention over a paged KV cache, computed tile by tile (one KV block
-// per tile) with an online softmax: a running maximum m and running sum l per
+// Causal attention over a paged KV cache, computed tile by tile (64
+// positions, whole KV blocks, per tile) with an online softmax: a running maximum m and running sum l per
 // query row, rescaling the accumulator when m grows (FlashAttention, Dao et al.
 // 2022, arXiv:2205.14135; PagedAttention, arXiv:2309.06180). The full
 // [n_query, n_context] score matrix is never materialised. A row longer than
