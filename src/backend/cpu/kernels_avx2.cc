@@ -365,14 +365,10 @@ void attn_pv_rows(const float* p, int64_t p_stride, int heads, const uint16_t* c
   }
 }
 
-void attn_pv_f16(const float* p, int64_t p_stride, int heads, const uint16_t* const* v, int64_t v_rows,
-                 int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale) {
-  attn_pv_rows<F16Rows>(p, p_stride, heads, v, v_rows, v_stride, n, out, out_stride, hd, rescale);
-}
-void attn_pv_bf16(const float* p, int64_t p_stride, int heads, const uint16_t* const* v, int64_t v_rows,
-                  int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale) {
-  attn_pv_rows<Bf16Rows>(p, p_stride, heads, v, v_rows, v_stride, n, out, out_stride, hd, rescale);
-}
+// attn_pv.inc's table entries.
+using PvF16 = F16Rows;
+using PvBf16 = Bf16Rows;
+#include "backend/cpu/attn_pv.inc"
 
 // Lanes [0, rem) set (rem clamped to 0..8), for masked loads and stores.
 __m256i lane_mask(int64_t rem) {

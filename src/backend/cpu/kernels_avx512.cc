@@ -385,14 +385,10 @@ void attn_pv_rows(const float* p, int64_t p_stride, int heads, const uint16_t* c
   }
 }
 
-void attn_pv_f16(const float* p, int64_t p_stride, int heads, const uint16_t* const* v, int64_t v_rows,
-                 int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale) {
-  attn_pv_rows<load_f16>(p, p_stride, heads, v, v_rows, v_stride, n, out, out_stride, hd, rescale);
-}
-void attn_pv_bf16(const float* p, int64_t p_stride, int heads, const uint16_t* const* v, int64_t v_rows,
-                  int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale) {
-  attn_pv_rows<load_bf16>(p, p_stride, heads, v, v_rows, v_stride, n, out, out_stride, hd, rescale);
-}
+// attn_pv.inc's table entries.
+constexpr auto PvF16 = &load_f16;
+constexpr auto PvBf16 = &load_bf16;
+#include "backend/cpu/attn_pv.inc"
 
 // Lane j of the result = a[j]'s 16 lanes combined by op: a transposed tree
 // (lanes i and i + 8, then i + 4, i + 2, i + 1, as _mm512_reduce_add_ps pairs
