@@ -94,7 +94,7 @@ struct Kernels {
   // callers then scale and loop over axpy_f16.
   void (*attn_pv_f16)(const float* p, int64_t p_stride, int heads, const uint16_t* const* v, int64_t v_rows,
                       int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale);
-  // Attention's key scores from keys stored transposed (KvBuffer's f16 K,
+  // Attention's key scores from keys stored transposed (KvBuffer's 16-bit K,
   // keys_in_lanes): kt[d * kt_stride + j] is key j's element d, j < n <=
   // kAttnKeys, d < hd (any hd);
   //   s[g * s_stride + j] = q[g * hd .. g * hd + hd) · k_j   (f32, unscaled)
