@@ -343,6 +343,15 @@ void check_scores(const std::vector<float>& s, int64_t s_stride, const std::vect
   }
 }
 
+// q [heads, hd] transposed to the [hd, heads] the attn_qk_*_kt kernels take.
+std::vector<float> transpose_q(const std::vector<float>& q, int heads, int64_t hd) {
+  std::vector<float> qt(q.size());
+  for (int g = 0; g < heads; ++g) {
+    for (int64_t d = 0; d < hd; ++d) qt[static_cast<size_t>(d * heads + g)] = q[static_cast<size_t>(g * hd + d)];
+  }
+  return qt;
+}
+
 // Runs score(kernels, s) for every table (false: the table lacks the
 // kernel), s [heads, s_stride] prefilled with -7, checks each table's scores
 // against double precision (check_scores with `key` and `tol`) and that the
@@ -394,9 +403,10 @@ TEST(CpuKernels, AttnQkKtMatchesDoublePrecisionAndAgreesAcrossTables) {
             return static_cast<double>(bf16 ? bf16_to_fp32(v) : fp16_to_fp32(v));
           };
           const std::vector<float> q = random_floats(heads * hd, seed + 1, 2.0f);
+          const std::vector<float> qt = transpose_q(q, heads, hd);
           auto score = [&](const Kernels& k, std::vector<float>& s) {
             const auto kt = bf16 ? k.attn_qk_bf16_kt : k.attn_qk_f16_kt;
-            if (kt != nullptr) kt(q.data(), heads, keys_t.data(), kt_stride, n, hd, s.data(), s_stride);
+            if (kt != nullptr) kt(qt.data(), heads, keys_t.data(), kt_stride, n, hd, s.data(), s_stride);
             return kt != nullptr;
           };
           tables += kt_scores_agree(score, q, heads, hd, n, s_stride, key, static_cast<double>(hd) * 0x1p-24);
@@ -441,15 +451,16 @@ TEST(CpuKernels, AttnQkKt8BitMatchesDoublePrecisionAndAgreesAcrossTables) {
             return e * scale[static_cast<size_t>(j)];
           };
           const std::vector<float> q = random_floats(heads * hd, seed + 1, 2.0f);
+          const std::vector<float> qt = transpose_q(q, heads, hd);
           auto score = [&](const Kernels& k, std::vector<float>& s) {
             const auto kt = is_fp8 ? k.attn_qk_fp8_kt : k.attn_qk_i8_kt;
             if (kt == nullptr) return false;
-            kt(q.data(), heads, keys_t.data(), kt_stride, scale.data(), n, hd, s.data(), s_stride);
+            kt(qt.data(), heads, keys_t.data(), kt_stride, scale.data(), n, hd, s.data(), s_stride);
             if (is_fp8) {  // a NaN element makes its key's scores NaN, the others unchanged
               std::vector<uint8_t> with_nan = keys_t;
               with_nan[static_cast<size_t>((hd - 1) * kt_stride + n - 1)] = 0xff;
               std::vector<float> s2(s.size(), -7.0f);
-              kt(q.data(), heads, with_nan.data(), kt_stride, scale.data(), n, hd, s2.data(), s_stride);
+              kt(qt.data(), heads, with_nan.data(), kt_stride, scale.data(), n, hd, s2.data(), s_stride);
               for (int g = 0; g < heads; ++g) {
                 for (int j = 0; j < n; ++j) {
                   const float got = s2[static_cast<size_t>(g * s_stride + j)];

@@ -96,31 +96,33 @@ struct Kernels {
                       int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale);
   // Attention's key scores from keys stored transposed (KvBuffer's 16-bit K,
   // keys_in_lanes): kt[d * kt_stride + j] is key j's element d, j < n <=
-  // kAttnKeys, d < hd (any hd);
-  //   s[g * s_stride + j] = q[g * hd .. g * hd + hd) · k_j   (f32, unscaled)
+  // kAttnKeys, d < hd (any hd); the queries transposed too, qt[d * heads +
+  // g] = q_g[d] (element d of every head together, so that each broadcast
+  // is a fixed offset from one pointer);
+  //   s[g * s_stride + j] = q_g · k_j   (f32, unscaled)
   // for g < heads. Each score is one FMA chain over d = 0..hd-1 in order from
-  // 0: q[g][d] broadcast against element d of all n keys (one vector), so no
+  // 0: q_g[d] broadcast against element d of all n keys (one vector), so no
   // reduction and no transposition is left (grouped-query attention, Ainslie
   // et al. 2023, arXiv:2305.13245: the heads of a group share every key),
   // and the same bits in every table that has it. Scores past n are not
   // written. Null in tables without it (callers then loop
   // over the elements).
-  void (*attn_qk_f16_kt)(const float* q, int heads, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
+  void (*attn_qk_f16_kt)(const float* qt, int heads, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
                          int64_t s_stride);
   // attn_qk_f16_kt over bf16 keys (a bf16 KV cache).
-  void (*attn_qk_bf16_kt)(const float* q, int heads, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd, float* s,
-                          int64_t s_stride);
+  void (*attn_qk_bf16_kt)(const float* qt, int heads, const uint16_t* kt, int64_t kt_stride, int n, int64_t hd,
+                          float* s, int64_t s_stride);
   // attn_qk_f16_kt over 8-bit keys (an int8 or FP8 KV cache, KvBuffer's
   // transposed K): kt[d * kt_stride + j] is key j's element d (int8, or FP8
   // E4M3 as core/fp8.h decodes it) and key_scale[j] its f32 scale;
-  //   s[g * s_stride + j] = key_scale[j] * (q[g] · e_j)
+  //   s[g * s_stride + j] = key_scale[j] * (q_g · e_j)
   // where e_j are the elements widened exactly (int8: the integer; FP8: the
   // f16 number value / 256, and key_scale[j] * 256 multiplies): the same FMA
   // chain as attn_qk_f16_kt, then one product; the same bits in every table.
-  void (*attn_qk_i8_kt)(const float* q, int heads, const uint8_t* kt, int64_t kt_stride, const float* key_scale, int n,
+  void (*attn_qk_i8_kt)(const float* qt, int heads, const uint8_t* kt, int64_t kt_stride, const float* key_scale, int n,
                         int64_t hd, float* s, int64_t s_stride);
-  void (*attn_qk_fp8_kt)(const float* q, int heads, const uint8_t* kt, int64_t kt_stride, const float* key_scale, int n,
-                         int64_t hd, float* s, int64_t s_stride);
+  void (*attn_qk_fp8_kt)(const float* qt, int heads, const uint8_t* kt, int64_t kt_stride, const float* key_scale,
+                         int n, int64_t hd, float* s, int64_t s_stride);
   // attn_pv_f16 over bf16 rows (a bf16 KV cache): the same shapes, order
   // and FMAs with each row element widened from bf16 (exact) instead of f16.
   // Null where attn_pv_f16 is: callers then use add_value per position.

@@ -376,43 +376,77 @@ __m256i lane_mask(int64_t rem) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(r)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-// attn_qk_*_kt for H heads, 8 keys at a time: H accumulators, element d of
-// the keys one vector (a partial group's elements copied into a zero-padded
-// one), q[h][d] broadcast.
-template <int H, typename Rows>
-void attn_qk_kt_heads(const float* q, const typename Rows::Elem* kt, int64_t kt_stride, const float* key_scale, int n,
-                      int64_t hd, float* s, int64_t s_stride) {
-  for (int j0 = 0; j0 < n; j0 += 8) {
-    const int nj = std::min(8, n - j0);
-    __m256 acc[H];
-#pragma GCC unroll 8
-    for (auto& a : acc) a = _mm256_setzero_ps();
-    alignas(16) typename Rows::Elem part[8] = {};
-    for (int64_t d = 0; d < hd; ++d) {
-      const typename Rows::Elem* e = kt + d * kt_stride + j0;
-      if (nj < 8) {
-        std::memcpy(part, e, static_cast<size_t>(nj) * sizeof(*e));
-        e = part;
+// attn_qk_*_kt for H <= 4 heads and G groups of 8 keys (the last group
+// holding `last` <= 8 keys): H x G accumulators, element d of each group one
+// vector (a partial group's elements copied into a zero-padded one when
+// kPartial), q_h[d] broadcast once for the G groups.
+template <int H, int G, bool kPartial, typename Rows>
+void attn_qk_kt_groups(const float* qt, int64_t q_stride, const typename Rows::Elem* kt, int64_t kt_stride,
+                       const float* key_scale, int last, int64_t hd, float* s, int64_t s_stride) {
+  __m256 acc[H][G];
+  for (auto& row : acc) {
+    for (auto& a : row) a = _mm256_setzero_ps();
+  }
+  alignas(16) typename Rows::Elem part[8] = {};
+  for (int64_t d = 0; d < hd; ++d) {
+    const typename Rows::Elem* e = kt + d * kt_stride;
+    __m256 kv[G];
+    for (int g = 0; g < G; ++g) {
+      if (kPartial && g == G - 1) {
+        std::memcpy(part, e + 8 * g, static_cast<size_t>(last) * sizeof(*e));
+        kv[g] = Rows::load(part);
+      } else {
+        kv[g] = Rows::load(e + 8 * g);
       }
-      const __m256 kv = Rows::load(e);
-#pragma GCC unroll 8
-      for (int h = 0; h < H; ++h) acc[h] = _mm256_fmadd_ps(_mm256_set1_ps(q[h * hd + d]), kv, acc[h]);
     }
+    const float* qd = qt + d * q_stride;  // element d of the H heads
+    for (int h = 0; h < H; ++h) {
+      const __m256 b = _mm256_set1_ps(qd[h]);
+      for (int g = 0; g < G; ++g) acc[h][g] = _mm256_fmadd_ps(b, kv[g], acc[h][g]);
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    const int nj = kPartial && g == G - 1 ? last : 8;
     if constexpr (Rows::kUnit != 0.0f) {
       alignas(32) float sc[8] = {};
-      std::memcpy(sc, key_scale + j0, static_cast<size_t>(nj) * sizeof(float));
+      std::memcpy(sc, key_scale + 8 * g, static_cast<size_t>(nj) * sizeof(float));
       const __m256 sv = _mm256_mul_ps(_mm256_load_ps(sc), _mm256_set1_ps(Rows::kUnit));
-#pragma GCC unroll 8
-      for (auto& a : acc) a = _mm256_mul_ps(a, sv);
+      for (int h = 0; h < H; ++h) acc[h][g] = _mm256_mul_ps(acc[h][g], sv);
     }
-#pragma GCC unroll 8
     for (int h = 0; h < H; ++h) {
-      float* out = s + h * s_stride + j0;
+      float* out = s + h * s_stride + 8 * g;
       if (nj == 8) {
-        _mm256_storeu_ps(out, acc[h]);
+        _mm256_storeu_ps(out, acc[h][g]);
       } else {
-        _mm256_maskstore_ps(out, lane_mask(nj), acc[h]);
+        _mm256_maskstore_ps(out, lane_mask(nj), acc[h][g]);
       }
+    }
+  }
+}
+
+// attn_qk_*_kt for H heads over n <= 16 keys: blocks of at most 4 heads (so
+// that the 2 x 4 accumulators, two key vectors and a broadcast fit the 16
+// registers), each over both groups of 8 keys at once. Every score is the
+// same FMA chain whatever the blocking.
+template <int H, typename Rows>
+void attn_qk_kt_heads(const float* qt, int64_t q_stride, const typename Rows::Elem* kt, int64_t kt_stride,
+                      const float* key_scale, int n, int64_t hd, float* s, int64_t s_stride) {
+  if constexpr (H > 4) {
+    attn_qk_kt_heads<4, Rows>(qt, q_stride, kt, kt_stride, key_scale, n, hd, s, s_stride);
+    attn_qk_kt_heads<H - 4, Rows>(qt + 4, q_stride, kt, kt_stride, key_scale, n, hd, s + 4 * s_stride, s_stride);
+  } else {
+    const int last = n - (n - 1) / 8 * 8;  // keys in the last group, 1..8
+    const bool partial = last < 8;
+    if (n > 8) {
+      if (partial) {
+        attn_qk_kt_groups<H, 2, true, Rows>(qt, q_stride, kt, kt_stride, key_scale, last, hd, s, s_stride);
+      } else {
+        attn_qk_kt_groups<H, 2, false, Rows>(qt, q_stride, kt, kt_stride, key_scale, last, hd, s, s_stride);
+      }
+    } else if (partial) {
+      attn_qk_kt_groups<H, 1, true, Rows>(qt, q_stride, kt, kt_stride, key_scale, last, hd, s, s_stride);
+    } else {
+      attn_qk_kt_groups<H, 1, false, Rows>(qt, q_stride, kt, kt_stride, key_scale, last, hd, s, s_stride);
     }
   }
 }

@@ -456,16 +456,17 @@ struct KtFp8 {
 // of the keys one masked vector, q[h][d] the broadcast operand of the FMA;
 // 8-bit keys' scores then times key_scale * kUnit.
 template <int H, typename K>
-void attn_qk_kt_heads(const float* q, const typename K::Elem* kt, int64_t kt_stride, const float* key_scale, int n,
-                      int64_t hd, float* s, int64_t s_stride) {
+void attn_qk_kt_heads(const float* qt, int64_t q_stride, const typename K::Elem* kt, int64_t kt_stride,
+                      const float* key_scale, int n, int64_t hd, float* s, int64_t s_stride) {
   const __mmask16 m = tail_mask(n);
   __m512 acc[H];
 #pragma GCC unroll 8
   for (auto& a : acc) a = _mm512_setzero_ps();
   for (int64_t d = 0; d < hd; ++d) {
     const __m512 kv = K::load(kt + d * kt_stride, m);
+    const float* qd = qt + d * q_stride;  // element d of the H heads
 #pragma GCC unroll 8
-    for (int h = 0; h < H; ++h) acc[h] = _mm512_fmadd_ps(_mm512_set1_ps(q[h * hd + d]), kv, acc[h]);
+    for (int h = 0; h < H; ++h) acc[h] = _mm512_fmadd_ps(_mm512_set1_ps(qd[h]), kv, acc[h]);
   }
   if constexpr (K::kUnit != 0.0f) {
     const __m512 sc = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, key_scale), _mm512_set1_ps(K::kUnit));

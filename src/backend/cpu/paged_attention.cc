@@ -153,7 +153,7 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   float* l = m + group;                                            // [group] running sum
   float* corr = l + group;                                         // [group] this tile's rescale factor
   float* s = corr + group;                                         // [group, tn] scores of one tile
-  float* q_scaled = s + static_cast<int64_t>(group) * tn;          // [group, hd] q * scale (attn_qk_f16, _kt)
+  float* q_scaled = s + static_cast<int64_t>(group) * tn;          // [hd, group] q * scale (attn_qk_*_kt)
   float* p_scaled = q_scaled + static_cast<int64_t>(group) * hd;   // [group, tn] p * value scale (8-bit KV)
   float* row_scale = p_scaled + static_cast<int64_t>(group) * tn;  // [tn] 8-bit rows' scales
   std::fill(m, m + group, -std::numeric_limits<float>::infinity());
@@ -181,8 +181,11 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   const bool group_pv = attn_pv != nullptr;
   if (to_f16 != nullptr) rows16.resize(static_cast<size_t>(tn) * hd);
   if (attn_qk_kt != nullptr || attn_qk_kt8 != nullptr) {
-    // Scores come out scaled (softmax scale folded into q once per item).
-    for (int64_t i = 0; i < static_cast<int64_t>(group) * hd; ++i) q_scaled[i] = q[i] * sh.scale;
+    // Scores come out scaled (softmax scale folded into q once per item),
+    // the group's queries transposed as the kernels take them ([hd, group]).
+    for (int32_t g = 0; g < group; ++g) {
+      for (int32_t d = 0; d < hd; ++d) q_scaled[d * group + g] = q[g * hd + d] * sh.scale;
+    }
   }
   const auto head_bytes = static_cast<int64_t>(kv_head_bytes(t, hd));
   // An 8-bit block's keys of this head: [hd, bs] values, then [bs] scales.
