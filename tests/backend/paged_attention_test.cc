@@ -28,9 +28,11 @@ struct Case {
 using SeqShape = std::vector<std::pair<int, int>>;
 const SeqShape kShortSeqs = {{0, 1}, {0, 37}, {50, 1}, {20, 13}};
 
-void run_case(const Case& c, Isa isa, KvDtype kv_dtype, const SeqShape& seqs = kShortSeqs, int num_blocks = 64) {
+void run_case(const Case& c, Isa isa, KvDtype kv_dtype, const SeqShape& seqs = kShortSeqs, int num_blocks = 64,
+              int32_t block_size = kDefaultKvBlockSize) {
   KvCacheSpec spec;
   spec.dtype = kv_dtype;
+  spec.block_size = block_size;
   spec.n_layers = 2;
   spec.n_kv_heads = c.n_kv_heads;
   spec.head_dim = c.head_dim;
@@ -123,6 +125,21 @@ TEST(PagedAttention, MatchesNaiveSoftmaxAttention) {
         SCOPED_TRACE(std::string(isa_name(isa)) + " " + kv_dtype_name(t) + " heads " + std::to_string(c.n_heads) + "/" +
                      std::to_string(c.n_kv_heads));
         run_case(c, isa, t);
+      }
+    }
+  }
+}
+
+// Block sizes other than 16: 5 (tiles of 12 blocks, 60 positions, keys
+// scored 5 at a time) and 48 (one block per tile, scored 16 keys at a
+// time), over contexts that end inside a tile and a block.
+TEST(PagedAttention, OtherBlockSizesMatchNaiveSoftmaxAttention) {
+  const SeqShape seqs = {{0, 1}, {0, 70}, {121, 1}, {50, 13}};
+  for (Isa isa : supported_isas()) {
+    for (KvDtype t : {KvDtype::kF16, KvDtype::kBF16, KvDtype::kInt8, KvDtype::kFp8}) {
+      for (int32_t bs : {5, 48}) {
+        SCOPED_TRACE(std::string(isa_name(isa)) + " " + kv_dtype_name(t) + " block size " + std::to_string(bs));
+        run_case(Case{8, 2, 32}, isa, t, seqs, 160 / bs * 4 + 8, bs);
       }
     }
   }
