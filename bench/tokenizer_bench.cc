@@ -20,41 +20,11 @@ std::string shared_dir() {
 // Deterministic ~1 MB text from a small word list (xorshift choices).
 const std::string& bench_text() {
   static const std::string text = [] {
-    static const char* kWords[] = {"the",
-                                   "of",
-                                   "and",
-                                   "tokenizer",
-                                   "inference",
-                                   "engine",
-                                   "model",
-                                   "quickly",
-                                   "Hello",
-                                   "world",
-                                   "merges",
-                                   "byte-level",
-                                   "pair",
-                                   "encoding",
-                                   "2024",
-                                   "3.14159",
-                                   "don't",
-                                   "we'll",
-                                   "it's",
-                                   "(x)",
-                                   "{\"key\": 1}",
-                                   "caf\xC3\xA9",
-                                   "na\xC3\xAFve",
-                                   "\xE4\xB8\xAD\xE6\x96\x87",
-                                   "\xF0\x9F\x98\x80",
-                                   "--",
-                                   "...",
-                                   "return",
-                                   "x += 1;",
-                                   "\t",
-                                   "Mixture",
-                                   "ofExperts",
-                                   "attention",
-                                   "KV-cache",
-                                   "42"};
+    static const char* kWords[] = {
+        "the", "of", "and", "tokenizer", "inference", "engine", "model", "quickly", "Hello", "world",
+        "merges", "byte-level", "pair", "encoding", "2024", "3.14159", "don't", "we'll", "it's", "(x)",
+        "{\"key\": 1}", "caf\xC3\xA9", "na\xC3\xAFve", "\xE4\xB8\xAD\xE6\x96\x87", "\xF0\x9F\x98\x80", "--", "...",
+        "return", "x += 1;", "\t", "Mixture", "ofExperts", "attention", "KV-cache", "42"};
     constexpr size_t kN = sizeof(kWords) / sizeof(kWords[0]);
     std::string s;
     s.reserve(1 << 20);
@@ -95,15 +65,9 @@ void run(benchmark::State& state, const char* vocab) {
   state.counters["tokens"] = static_cast<double>(n_tokens);
 }
 
-void BM_EncodeSpmLlama(benchmark::State& state) {
-  run(state, "ggml-vocab-llama-spm.gguf");
-}
-void BM_EncodeBpeGpt2(benchmark::State& state) {
-  run(state, "ggml-vocab-gpt-2.gguf");
-}
-void BM_EncodeBpeDeepseek(benchmark::State& state) {
-  run(state, "ggml-vocab-deepseek-llm.gguf");
-}
+void BM_EncodeSpmLlama(benchmark::State& state) { run(state, "ggml-vocab-llama-spm.gguf"); }
+void BM_EncodeBpeGpt2(benchmark::State& state) { run(state, "ggml-vocab-gpt-2.gguf"); }
+void BM_EncodeBpeDeepseek(benchmark::State& state) { run(state, "ggml-vocab-deepseek-llm.gguf"); }
 
 BENCHMARK(BM_EncodeSpmLlama)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EncodeBpeGpt2)->Unit(benchmark::kMillisecond);
