@@ -303,6 +303,7 @@ void BM_AttnQk(benchmark::State& state) {
     for (int b = 0; b < kBlocks; ++b) {
       const uint16_t* k0 = keys.data() + static_cast<size_t>(b) * kBlock * k_row;
       if (fused) {
+        // q is uniform, so it is also the transposed [hd, heads] the kernel takes.
         k.attn_qk_f16_kt(q.data(), kHeads, k0, kBlock, kBlock, kHeadDim, s.data(), kBlock);
       } else {
         for (int g = 0; g < kHeads; ++g) {
