@@ -451,6 +451,18 @@ void attn_qk_kt_heads(const float* qt, int64_t q_stride, const typename Rows::El
   }
 }
 
+// FP8 E4M3 bytes, zero-extended to 16 lanes of 16 bits, to the f16 bits of
+// value / 256 (core/fp8.h fp8_e4m3_to_f16_scaled): the magnitude bits
+// shifted into the f16 exponent and mantissa, the sign kept, NaN to NaN.
+// Shared by kv_fp8_to_f16 and the FP8 key scores.
+__m256i fp8_to_f16_bits(__m256i b) {
+  const __m256i mag = _mm256_set1_epi16(0x7f);
+  const __m256i mb = _mm256_and_si256(b, mag);
+  const __m256i sign = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8);
+  return _mm256_blendv_epi8(_mm256_or_si256(sign, _mm256_slli_epi16(mb, 7)),
+                            _mm256_or_si256(sign, _mm256_set1_epi16(0x7e00)), _mm256_cmpeq_epi16(mb, mag));
+}
+
 // 8 key elements of an 8-bit cache widened to f32 (attn_qk_i8_kt /
 // attn_qk_fp8_kt; FP8 as the f16 number value / 256, kv_fp8_to_f16's
 // mapping).
@@ -465,13 +477,8 @@ struct KtFp8 {
   using Elem = uint8_t;
   static constexpr float kUnit = 256.0f;
   static __m256 load(const uint8_t* p) {
-    const __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-    const __m128i mag = _mm_set1_epi16(0x7f);
-    const __m128i mb = _mm_and_si128(b, mag);
-    const __m128i sign = _mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x80)), 8);
-    const __m128i h = _mm_blendv_epi8(_mm_or_si128(sign, _mm_slli_epi16(mb, 7)),
-                                      _mm_or_si128(sign, _mm_set1_epi16(0x7e00)), _mm_cmpeq_epi16(mb, mag));
-    return _mm256_cvtph_ps(h);
+    const __m256i b = _mm256_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(fp8_to_f16_bits(b)));
   }
 };
 
@@ -497,19 +504,13 @@ void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint
 
 // fp8_e4m3_to_f16_scaled on 16 bytes at a time.
 void kv_fp8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
-  const __m256i mag = _mm256_set1_epi16(0x7f), sign = _mm256_set1_epi16(static_cast<int16_t>(0x80));
-  const __m256i nan = _mm256_set1_epi16(0x7e00);
   for (int j = 0; j < n; ++j) {
     const uint8_t* row = rows + j * stride;
     uint16_t* o = out + j * hd;
     int64_t i = 0;
     for (; i + 16 <= hd; i += 16) {
       const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i)));
-      const __m256i mb = _mm256_and_si256(b, mag);
-      const __m256i s = _mm256_slli_epi16(_mm256_and_si256(b, sign), 8);
-      const __m256i h = _mm256_or_si256(s, _mm256_slli_epi16(mb, 7));
-      const __m256i is_nan = _mm256_cmpeq_epi16(mb, mag);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), _mm256_blendv_epi8(h, _mm256_or_si256(s, nan), is_nan));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), fp8_to_f16_bits(b));
     }
     for (; i < hd; ++i) o[i] = fp8_e4m3_to_f16_scaled(row[i]);
     std::memcpy(&scales[j], row + hd, sizeof(float));

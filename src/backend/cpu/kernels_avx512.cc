@@ -435,25 +435,27 @@ struct KtI8 {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
   }
 };
-// FP8 E4M3 to the f16 number value / 256 (kv_fp8_to_f16's mapping: the
-// magnitude bits shifted into the f16 exponent and mantissa; NaN to NaN).
+// FP8 E4M3 bytes, zero-extended to 16 lanes of 16 bits, to the f16 bits of
+// value / 256 (core/fp8.h fp8_e4m3_to_f16_scaled): the magnitude bits
+// shifted into the f16 exponent and mantissa, the sign kept, NaN to NaN.
+// Shared by kv_fp8_to_f16 and the FP8 key scores.
+__m256i fp8_to_f16_bits(__m256i b) {
+  const __m256i mag = _mm256_set1_epi16(0x7f);
+  const __m256i mb = _mm256_and_si256(b, mag);
+  const __m256i sign = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8);
+  return _mm256_mask_mov_epi16(_mm256_or_si256(sign, _mm256_slli_epi16(mb, 7)), _mm256_cmpeq_epi16_mask(mb, mag),
+                               _mm256_or_si256(sign, _mm256_set1_epi16(0x7e00)));
+}
 struct KtFp8 {
   using Elem = uint8_t;
   static constexpr float kUnit = 256.0f;
   static __m512 load(const uint8_t* p, __mmask16 m) {
-    const __m256i b = _mm256_cvtepu8_epi16(_mm_maskz_loadu_epi8(m, p));
-    const __m256i mag = _mm256_set1_epi16(0x7f);
-    const __m256i mb = _mm256_and_si256(b, mag);
-    const __m256i sign = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8);
-    const __m256i h =
-        _mm256_mask_mov_epi16(_mm256_or_si256(sign, _mm256_slli_epi16(mb, 7)), _mm256_cmpeq_epi16_mask(mb, mag),
-                              _mm256_or_si256(sign, _mm256_set1_epi16(0x7e00)));
-    return _mm512_cvtph_ps(h);
+    return _mm512_cvtph_ps(fp8_to_f16_bits(_mm256_cvtepu8_epi16(_mm_maskz_loadu_epi8(m, p))));
   }
 };
 
 // attn_qk_*_kt for H heads: H accumulators of the n <= 16 keys, element d
-// of the keys one masked vector, q[h][d] the broadcast operand of the FMA;
+// of the keys one masked vector, q_h[d] (qt) the broadcast operand of the FMA;
 // 8-bit keys' scores then times key_scale * kUnit.
 template <int H, typename K>
 void attn_qk_kt_heads(const float* qt, int64_t q_stride, const typename K::Elem* kt, int64_t kt_stride,
@@ -494,20 +496,14 @@ void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint
   }
 }
 
-// fp8_e4m3_to_f16_scaled on 32 bytes at a time.
+// fp8_e4m3_to_f16_scaled on 16 bytes at a time.
 void kv_fp8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
-  const __m512i mag = _mm512_set1_epi16(0x7f), sign = _mm512_set1_epi16(static_cast<int16_t>(0x80));
   for (int j = 0; j < n; ++j) {
     const uint8_t* row = rows + j * stride;
-    for (int64_t i = 0; i < hd; i += 32) {
-      const int64_t rem = hd - i;
-      const __mmask32 m = rem >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << rem) - 1u);
-      const __m512i b = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, row + i));
-      const __m512i mb = _mm512_and_si512(b, mag);
-      const __m512i s = _mm512_slli_epi16(_mm512_and_si512(b, sign), 8);
-      __m512i h = _mm512_or_si512(s, _mm512_slli_epi16(mb, 7));
-      h = _mm512_mask_mov_epi16(h, _mm512_cmpeq_epi16_mask(mb, mag), _mm512_or_si512(s, _mm512_set1_epi16(0x7e00)));
-      _mm512_mask_storeu_epi16(out + j * hd + i, m, h);
+    for (int64_t i = 0; i < hd; i += 16) {
+      const __mmask16 m = tail_mask(hd - i);
+      _mm256_mask_storeu_epi16(out + j * hd + i, m,
+                               fp8_to_f16_bits(_mm256_cvtepu8_epi16(_mm_maskz_loadu_epi8(m, row + i))));
     }
     std::memcpy(&scales[j], row + hd, sizeof(float));
     scales[j] *= 256.0f;

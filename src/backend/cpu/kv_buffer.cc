@@ -12,7 +12,6 @@ namespace tessera::cpu {
 
 Result<std::unique_ptr<KvBuffer>> KvBuffer::create(const KvCacheSpec& spec) {
   std::unique_ptr<KvBuffer> buf(new KvBuffer(spec));
-  buf->row_elems_ = static_cast<int64_t>(spec.n_kv_heads) * spec.head_dim;
   buf->row_bytes_ =
       static_cast<int64_t>(spec.n_kv_heads) * static_cast<int64_t>(kv_head_bytes(spec.dtype, spec.head_dim));
   buf->row_.resize(static_cast<size_t>(buf->row_bytes_));

@@ -69,8 +69,7 @@ class KvBuffer final : public KvCache {
   }
 
   KvCacheSpec spec_;
-  int64_t row_elems_ = 0;     // n_kv_heads * head_dim
-  int64_t row_bytes_ = 0;     // row_elems_ * element size
+  int64_t row_bytes_ = 0;     // n_kv_heads * kv_head_bytes(dtype, head_dim)
   std::vector<uint8_t> row_;  // store: one K row as rows store it [row_bytes_]
   // Huge-page memory: decode at 4k context walks a page per KV block and
   // layer otherwise (0.78x the tokens/s, docs/quantization.md).
