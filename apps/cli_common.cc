@@ -26,7 +26,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
       ->group(kGroupEngine);
   app.add_option("-c,--ctx-size", f.ctx_size,
                  "Context size in tokens; sizes the KV cache (default: min(trained, 4096))")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 30))  // a prompt token and one generated
       ->group(kGroupEngine);
   app.add_option("--kv-cache-memory", f.kv_cache_memory,
                  "KV cache memory budget, e.g. 64MiB or 2GiB (overrides --ctx-size)")

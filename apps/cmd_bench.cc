@@ -138,9 +138,8 @@ int spec_bench_main(const BenchOptions& o) {
   auto engine = create_engine(flags, sched, ctx * sched.max_num_seqs);
   if (!engine.ok()) return fail(engine.status());
   const Engine& e = **engine;
-  fmt::print("model: {} ({}, {} layers), threads: {}, KV cache: {}, backend: {}\n", o.engine.model,
-             e.model_info().architecture, e.model_info().n_layers, resolve_threads(o.engine), e.kv_cache_info().dtype,
-             e.backend_description());
+  fmt::print("model: {} ({}, {} layers), KV cache: {}, backend: {}\n", o.engine.model, e.model_info().architecture,
+             e.model_info().n_layers, e.kv_cache_info().dtype, e.backend_description());
   const std::string method = o.spec.effective_method();
   const std::string proposer = method == "draft" ? "draft model " + o.spec.draft_model
                                                  : fmt::format("n-gram {}..{}", o.spec.ngram_min, o.spec.ngram_max);
@@ -367,8 +366,8 @@ int bench_main(const BenchOptions& o) {
   report.tensor_parallel_size = o.engine.parallel.tensor_parallel_size;
   report.pipeline_parallel_size = o.engine.parallel.pipeline_parallel_size;
   if (!o.json) {
-    fmt::print("model: {} ({}, {} layers, embedding {}), threads: {}, KV cache: {}, backend: {}\n", o.engine.model,
-               c.architecture, c.n_layers, c.n_embd, threads, engine.kv_cache_info().dtype, report.backend);
+    fmt::print("model: {} ({}, {} layers, embedding {}), KV cache: {}, backend: {}\n", o.engine.model, c.architecture,
+               c.n_layers, c.n_embd, engine.kv_cache_info().dtype, report.backend);
   }
   // The backend measures the bandwidth of its own memory, on its own threads.
   const bool probe = !o.skip_bandwidth;
@@ -424,6 +423,9 @@ Runner register_bench(CLI::App& app) {
   sub->footer(
       "Load-testing a running server: `tessera bench serve --url URL ...` (the same as `tessera bench-serve`).");
   add_engine_flags(*sub, o->engine);
+  // bench sizes its own cache for one request of -p + -n tokens.
+  sub->get_option("--ctx-size")->description("Ignored (accepted for older command lines): the KV cache holds -p + -n");
+  sub->get_option("--kv-cache-memory")->description("Ignored: the KV cache holds -p + -n");
   sub->add_option("-p,--prompt-tokens", o->prompt_lengths,
                   "Prompt tokens for prefill, also the context decode runs at; a list (64,256,1024) measures each")
       ->delimiter(',')

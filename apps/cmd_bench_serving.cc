@@ -126,6 +126,8 @@ Runner register_bench_serving(CLI::App& app) {
   CLI::App* sub =
       app.add_subcommand("bench-serving", "Engine throughput by concurrency, and TTFT with a cached prefix");
   add_engine_flags(*sub, o->engine);
+  // The cache is sized for the largest concurrency's sequences (-p + -n each).
+  sub->get_option("--ctx-size")->description("Ignored: the KV cache holds every sequence's -p + -n");
   add_scheduler_flags(*sub, o->sched);
   sub->add_option("--concurrency", o->concurrency, "Comma-separated numbers of concurrent sequences");
   sub->add_option("-n,--decode-tokens", o->decode_tokens, "Tokens generated per sequence")

@@ -1,6 +1,7 @@
 // `tessera run`: generate text from a prompt, streaming it to stdout.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -29,6 +30,7 @@ struct RunOptions {
   GenerationOptions gen;
   std::vector<std::string> logit_bias;
   bool seed_set = false;
+  bool n_set = false;  // -n given: a prompt it does not fit is refused, not shortened
   bool print_ids = false;
   bool chat = false;          // each prompt is a user message rendered with the chat template
   std::string chat_template;  // --chat-template FILE (implies chat)
@@ -190,7 +192,14 @@ int run_main(RunOptions o) {
     // The engine makes the same check in its API's terms (max_tokens).
     const auto n_prompt = static_cast<int64_t>(prompts[i].size());
     const int64_t ctx = info.context;  // --kv-cache-memory's capacity when given
-    if (o.gen.max_tokens >= 0 && n_prompt < ctx && n_prompt + o.gen.max_tokens > ctx) {
+    GenerationOptions gen = o.gen;
+    // The default -n shortens to what fits after the prompt, as a server
+    // request's default max_tokens does; an explicit -n is the user's and is
+    // refused when it does not fit.
+    if (!o.n_set && gen.max_tokens >= 0 && n_prompt < ctx) {
+      gen.max_tokens = static_cast<int32_t>(std::min<int64_t>(gen.max_tokens, ctx - n_prompt));
+    }
+    if (gen.max_tokens >= 0 && n_prompt < ctx && n_prompt + gen.max_tokens > ctx) {
       const Status st = out_of_range("the prompt (" + std::to_string(n_prompt) + " tokens) plus -n " +
                                      std::to_string(o.gen.max_tokens) + " exceeds the context length " +
                                      std::to_string(ctx) + " (lower -n or raise --ctx-size or --kv-cache-memory)");
@@ -198,7 +207,7 @@ int run_main(RunOptions o) {
       outcomes[i].error = st;
       continue;
     }
-    auto id = (*engine)->submit(prompts[i], o.gen, [&, i](const RequestEvent& ev) {
+    auto id = (*engine)->submit(prompts[i], gen, [&, i](const RequestEvent& ev) {
       if (stream && !ev.step.text.empty()) {
         std::fwrite(ev.step.text.data(), 1, ev.step.text.size(), stdout);
         std::fflush(stdout);
@@ -214,9 +223,12 @@ int run_main(RunOptions o) {
       outcomes[i].error = id.status();
     }
   }
-  fmt::print(stderr, "tessera: {} ({} layers, {}); KV cache: {} tokens of {}, {}, {} bytes/token; seed {}\n",
-             o.engine.model, info.n_layers, (*engine)->backend_description(), kv.capacity_tokens, kv.dtype,
-             format_byte_size(kv.total_bytes), kv.bytes_per_token, o.gen.sampling.seed);
+  // The seed matters only when sampling: --temp 0 picks the argmax.
+  const std::string sampling =
+      o.gen.sampling.temperature > 0.0f ? "seed " + std::to_string(o.gen.sampling.seed) : std::string("greedy");
+  fmt::print(stderr, "tessera: {} ({} layers, {}); KV cache: {} tokens of {}, {}, {} bytes/token; {}\n", o.engine.model,
+             info.n_layers, (*engine)->backend_description(), kv.capacity_tokens, kv.dtype,
+             format_byte_size(kv.total_bytes), kv.bytes_per_token, sampling);
   (*engine)->run_until_idle();
   const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   int exit_code = 0;
@@ -302,8 +314,11 @@ Runner register_run(CLI::App& app) {
   p->excludes(ids);
   file->excludes(ids);
   sub->add_flag("--json", o->json, "Print one JSON object per prompt (text, token_ids, finish_reason, metrics)");
-  sub->add_option("-n,--n-predict", o->gen.max_tokens, "Tokens to generate per choice (-1: until a stop condition)")
-      ->check(CLI::Range(-1, 1 << 30));
+  sub->add_option("-n,--n-predict", o->gen.max_tokens,
+                  "Tokens to generate per choice (-1: until a stop condition; default 128, shortened to what fits "
+                  "the context after the prompt)")
+      ->check(CLI::Range(-1, 1 << 30))
+      ->each([o](const std::string&) { o->n_set = true; });
   sub->add_option("--temp", sp.temperature, "Temperature (0 = greedy)")->check(CLI::Range(0.0f, 100.0f));
   sub->add_option("--top-k", sp.top_k, "Top-k (0 disables)")->check(CLI::Range(-1, 1 << 30));
   sub->add_option("--top-p", sp.top_p, "Top-p / nucleus, in (0, 1] (1 disables)")->check(CLI::Range(0.0f, 1.0f));

@@ -27,6 +27,8 @@ expect_error(2 run -m ${STORIES} -p hi --no-such-flag)
 expect_error(2 run -m ${STORIES} -p hi --temp abc)
 expect_error(2 run -m ${STORIES} -p hi --top-p 0)
 expect_error(2 run -m ${STORIES} -p hi --threads 0)
+# A context must hold a prompt token and a generated one: a usage error, like the other ranges.
+expect_error_matching(2 "--ctx-size: Value 1 not in range 2 to" run -m ${STORIES} -p hi -c 1)
 expect_error_matching(2 "--f16-matmul" run -m ${STORIES} -p hi --f16-matmul bf16)
 expect_error(2 run -m ${STORIES})
 expect_error_matching(2 "^tessera: error: unknown command 'frobnicate' \\(commands: bench, bench-serve, " frobnicate)
@@ -126,3 +128,18 @@ if(NOT before STREQUAL after)
   message(FATAL_ERROR "quantize IN IN changed its input")
 endif()
 file(REMOVE ${same})
+
+# The default -n (128) shortens to what fits the context after the prompt
+# (5 tokens in 16: 11 generated, finish "length"), as a server request's
+# default max_tokens does; an explicit -n that does not fit is refused above.
+execute_process(COMMAND ${TESSERA} run -m ${STORIES} -p "Once upon a time" -c 16 --temp 0 --json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "run with the default -n in a 16-token context: exit code ${rc}; stderr: ${err}")
+endif()
+string(JSON generated GET "${out}" metrics generated_tokens)
+string(JSON finish GET "${out}" finish_reason)
+if(NOT generated EQUAL 11 OR NOT finish STREQUAL "length")
+  message(FATAL_ERROR "run with the default -n in a 16-token context: ${generated} tokens (${finish}), expected 11 (length)")
+endif()
+message(STATUS "ok: the default -n shortened to ${generated} tokens")
