@@ -322,15 +322,18 @@ BENCHMARK(BM_AttnQk)->Arg(0)->Arg(1)->ArgNames({"fused"})->Repetitions(3)->Repor
 // Decode attention at a long context, the way a step runs it: one query
 // token of one sequence with 4095 cached positions, every layer of the 1.1B
 // shape (22 layers, 32 query heads, 4 KV heads, head_dim 64, f16 KV: 92 MB
-// per step, far beyond L3), threads:2. "KV bytes" is the KV bytes read per
-// second (e.g. 3.2G/s), to compare with BM_ReadBandwidth. layers:1 stores one
-// layer (4 MB, L3-resident) and reads it 22 times: the compute ceiling.
+// per step, far beyond L3), on 1 and 2 threads. kv:0 is an f16 cache,
+// kv:1 int8 and kv:2 FP8 (with their f32 scales: 50 MB). "KV bytes" is the
+// KV bytes read per second (e.g. 3.2G/s), to compare with BM_ReadBandwidth.
+// layers:1 stores one layer (4 MB of f16, L3-resident) and reads it 22
+// times: the compute ceiling.
 void BM_PagedDecode(benchmark::State& state) {
   const Kernels& k = bench_kernels();
   const int layers = static_cast<int>(state.range(1));
   constexpr int kSteps = 22, kHeads = 32, kKvHeads = 4, kHeadDim = 64, kCtx = 4096;
+  constexpr KvDtype kDtypes[] = {KvDtype::kF16, KvDtype::kInt8, KvDtype::kFp8};
   KvCacheSpec spec;
-  spec.dtype = KvDtype::kF16;
+  spec.dtype = kDtypes[state.range(2)];
   spec.n_layers = layers;
   spec.n_kv_heads = kKvHeads;
   spec.head_dim = kHeadDim;
@@ -370,16 +373,13 @@ void BM_PagedDecode(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(out.data());
   }
-  const double bytes = 2.0 * kSteps * kCtx * kKvHeads * kHeadDim * sizeof(uint16_t);
+  const double bytes = 2.0 * kSteps * kCtx * kKvHeads * static_cast<double>(kv_head_bytes(spec.dtype, kHeadDim));
   state.counters["KV bytes"] = benchmark::Counter(bytes * static_cast<double>(state.iterations()),
                                                   benchmark::Counter::kIsRate, benchmark::Counter::OneK::kIs1000);
 }
 BENCHMARK(BM_PagedDecode)
-    ->Args({1, 22})
-    ->Args({1, 1})
-    ->Args({2, 22})
-    ->Args({2, 1})
-    ->ArgNames({"threads", "layers"})
+    ->ArgsProduct({{1, 2}, {22, 1}, {0, 1, 2}})
+    ->ArgNames({"threads", "layers", "kv"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

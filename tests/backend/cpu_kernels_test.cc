@@ -604,12 +604,77 @@ TEST(CpuKernels, Softmax) {
   }
 }
 
-// kv_int8_to_f16 / kv_fp8_to_f16: every byte value, row lengths with and
+// attn_pv_i8 reads int8 value rows in place (each row's hd bytes, then its
+// f32 scale, as the KV cache stores them): on every table that has it, the
+// bits of attn_pv_f16 over the same rows converted to f16, for every byte
+// value, head counts around the 4-head register block, hd around the vector
+// step and its tail, rows in blocks of 16 and 7 (between them the other KV
+// heads' bytes), with and without a rescale.
+TEST(CpuKernels, AttnPvI8MatchesF16RowsBitForBit) {
+  bool any = false;
+  for (Isa isa : supported_isas()) {
+    const Kernels& k = kernels_for(isa);
+    if (k.attn_pv_i8 == nullptr) continue;
+    any = true;
+    for (int heads : {1, 3, 4, 8, 9}) {
+      for (int64_t hd : {1, 7, 16, 40, 64, 80, 128, 130}) {
+        for (int n : {0, 1, 7, 16, 40, 64}) {
+          for (int v_rows : {16, 7}) {
+            SCOPED_TRACE(isa_label(isa) + " heads=" + std::to_string(heads) + " hd=" + std::to_string(hd) +
+                         " n=" + std::to_string(n) + " v_rows=" + std::to_string(v_rows));
+            const int64_t stride = 3 * (hd + 4) + 5;  // bytes between rows (other KV heads in between)
+            const int n_blocks = std::max(1, (n + v_rows - 1) / v_rows);
+            std::vector<std::vector<uint8_t>> blocks(static_cast<size_t>(n_blocks));
+            std::vector<std::vector<uint16_t>> blocks16(static_cast<size_t>(n_blocks));
+            std::vector<const uint8_t*> v(blocks.size());
+            std::vector<const uint16_t*> v16(blocks.size());
+            for (int bl = 0; bl < n_blocks; ++bl) {
+              auto& rows = blocks[static_cast<size_t>(bl)];
+              auto& rows16 = blocks16[static_cast<size_t>(bl)];
+              rows.assign(static_cast<size_t>(v_rows * stride), 0xAA);
+              rows16.assign(static_cast<size_t>(v_rows * hd), 0);
+              for (int r = 0; r < v_rows; ++r) {
+                const int j = bl * v_rows + r;
+                for (int64_t i = 0; i < hd; ++i) {
+                  const auto byte = static_cast<uint8_t>((j * hd + i) * 7 + heads);
+                  rows[static_cast<size_t>(r * stride + i)] = byte;
+                  rows16[static_cast<size_t>(r * hd + i)] = fp32_to_fp16(static_cast<float>(static_cast<int8_t>(byte)));
+                }
+              }
+              v[static_cast<size_t>(bl)] = rows.data();
+              v16[static_cast<size_t>(bl)] = rows16.data();
+            }
+            const int64_t p_stride = n + 3, out_stride = hd + 7;
+            const auto seed = static_cast<uint32_t>(heads * 1000 + hd * 10 + n + v_rows * 100000);
+            std::vector<float> p = random_floats(heads * p_stride, seed + 1);
+            for (float& x : p) x = std::fabs(x) * 0.01f;  // softmax weights times row scales
+            const std::vector<float> out0 = random_floats(heads * out_stride, seed + 2);
+            std::vector<float> rescale(static_cast<size_t>(heads));
+            for (int g = 0; g < heads; ++g)
+              rescale[static_cast<size_t>(g)] = g % 3 == 0 ? 1.0f : g % 3 == 1 ? 0.0f : 0.3f;
+            for (bool with_rescale : {false, true}) {
+              std::vector<float> want = out0, got = out0;
+              const float* r = with_rescale ? rescale.data() : nullptr;
+              k.attn_pv_f16(p.data(), p_stride, heads, v16.data(), v_rows, hd * static_cast<int64_t>(sizeof(uint16_t)),
+                            n, want.data(), out_stride, hd, r);
+              k.attn_pv_i8(p.data(), p_stride, heads, v.data(), v_rows, stride, n, got.data(), out_stride, hd, r);
+              ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                  << "rescale " << with_rescale;
+            }
+          }
+        }
+      }
+    }
+  }
+  if (!any) GTEST_SKIP() << "no table on this CPU has attn_pv_i8";
+}
+
+// kv_fp8_to_f16: every byte value, row lengths with and
 // without a vector tail; the f16 rows times the returned scales equal the
 // stored values times their scales exactly (FP8 NaN stays NaN), and every
 // ISA gives the scalar table's bits.
-TEST(CpuKernels, KvEightBitRowsToF16AreExact) {
-  for (const bool fp8 : {false, true}) {
+TEST(CpuKernels, KvFp8RowsToF16AreExact) {
+  for (const bool fp8 : {true}) {
     for (const int64_t hd : {int64_t{40}, int64_t{64}, int64_t{128}, int64_t{7}}) {
       const int n = 300 / static_cast<int>(hd) + 2;  // rows enough for all 256 byte values
       const int64_t stride = hd + 4 + 12;            // values, the f32 scale, padding
@@ -623,7 +688,7 @@ TEST(CpuKernels, KvEightBitRowsToF16AreExact) {
       std::vector<uint16_t> want(static_cast<size_t>(n * hd));
       std::vector<float> want_scales(static_cast<size_t>(n));
       const Kernels& ref = kernels_for(Isa::kScalar);
-      (fp8 ? ref.kv_fp8_to_f16 : ref.kv_int8_to_f16)(rows.data(), stride, n, hd, want.data(), want_scales.data());
+      ref.kv_fp8_to_f16(rows.data(), stride, n, hd, want.data(), want_scales.data());
       for (int j = 0; j < n; ++j) {
         float sc;
         std::memcpy(&sc, &rows[static_cast<size_t>(j * stride + hd)], sizeof(sc));
@@ -643,7 +708,7 @@ TEST(CpuKernels, KvEightBitRowsToF16AreExact) {
         const Kernels& k = kernels_for(isa);
         std::vector<uint16_t> out(want.size(), 0x1234);
         std::vector<float> scales(want_scales.size(), -1.0f);
-        (fp8 ? k.kv_fp8_to_f16 : k.kv_int8_to_f16)(rows.data(), stride, n, hd, out.data(), scales.data());
+        k.kv_fp8_to_f16(rows.data(), stride, n, hd, out.data(), scales.data());
         EXPECT_EQ(out, want);
         EXPECT_EQ(scales, want_scales);
       }

@@ -128,16 +128,23 @@ struct Kernels {
   // Null where attn_pv_f16 is: callers then use add_value per position.
   void (*attn_pv_bf16)(const float* p, int64_t p_stride, int heads, const uint16_t* const* v, int64_t v_rows,
                        int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale);
-  // KV rows of 8-bit values, each followed by its f32 scale (kv_buffer.h:
-  // int8, or FP8 E4M3 as core/fp8.h decodes it), to f16 rows that
-  // attn_pv_f16 reads: for j < n, with row j at byte offset
+  // attn_pv_f16 over int8 value rows read in place (an int8 KV cache,
+  // kv_buffer.h: each row's hd bytes followed by its f32 scale, which the
+  // caller folds into p): each element widened to f32 exactly, so the result
+  // has the bits of attn_pv_f16 over the rows converted to f16 (int8 values
+  // are f16 numbers) with p_j = weight_j * scale_j. Null where attn_pv_f16
+  // is: callers then use add_value per position.
+  void (*attn_pv_i8)(const float* p, int64_t p_stride, int heads, const uint8_t* const* v, int64_t v_rows,
+                     int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale);
+  // FP8 E4M3 KV rows (each followed by its f32 scale, kv_buffer.h) to f16
+  // rows that attn_pv_f16 reads: for j < n, with row j at byte offset
   // j * stride from `rows`,
-  //   out[j * hd + i] = f16(value_ji / unit),  scales[j] = scale_j * unit
-  // where unit = 1 for int8 and 256 for FP8. Exact: int8 values and FP8
-  // values / 256 are f16 numbers and unit a power of two, so
-  // out * scales == value * scale (FP8 NaN gives an f16 NaN).
+  //   out[j * hd + i] = f16(value_ji / 256),  scales[j] = scale_j * 256
+  // Exact: FP8 values / 256 are f16 numbers (core/fp8.h), so out * scales
+  // == value * scale (NaN gives an f16 NaN). Converted once per block, as
+  // widening FP8 in the P·V loop (about nine operations per vector, once
+  // per pass of four heads) measured slower (docs/quantization.md, round 17).
   //   out: [n, hd] f16;  scales: [n]
-  void (*kv_int8_to_f16)(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales);
   void (*kv_fp8_to_f16)(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales);
   // y[n] *= a.
   void (*scale)(float* y, float a, int64_t n);

@@ -290,8 +290,8 @@ struct Bf16Rows {
 };
 
 template <int H, int C, typename Rows>
-void attn_pv_chunk(const float* p, int64_t p_stride, const uint16_t* const* v, int64_t v_rows, int64_t v_stride, int n,
-                   float* out, int64_t out_stride, int64_t i0, const float* rescale) {
+void attn_pv_chunk(const float* p, int64_t p_stride, const typename Rows::Elem* const* v, int64_t v_rows,
+                   int64_t v_stride, int n, float* out, int64_t out_stride, int64_t i0, const float* rescale) {
   __m256 acc[H][C];
   for (int h = 0; h < H; ++h) {
     for (int c = 0; c < C; ++c) acc[h][c] = _mm256_loadu_ps(out + h * out_stride + i0 + 8 * c);
@@ -305,7 +305,7 @@ void attn_pv_chunk(const float* p, int64_t p_stride, const uint16_t* const* v, i
     const auto* vrow = reinterpret_cast<const char*>(v[b]);
     for (int j = j0; j < j1; ++j, vrow += v_stride) {
       __m256 vv[C];
-      for (int c = 0; c < C; ++c) vv[c] = Rows::load(reinterpret_cast<const uint16_t*>(vrow) + i0 + 8 * c);
+      for (int c = 0; c < C; ++c) vv[c] = Rows::load(reinterpret_cast<const typename Rows::Elem*>(vrow) + i0 + 8 * c);
       for (int h = 0; h < H; ++h) {
         const __m256 ph = _mm256_set1_ps(p[h * p_stride + j]);
         for (int c = 0; c < C; ++c) acc[h][c] = _mm256_fmadd_ps(ph, vv[c], acc[h][c]);
@@ -320,8 +320,8 @@ void attn_pv_chunk(const float* p, int64_t p_stride, const uint16_t* const* v, i
 }
 
 template <int H, typename Rows>
-void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* const* v, int64_t v_rows, int64_t v_stride, int n,
-                   float* out, int64_t out_stride, int64_t hd, const float* rescale) {
+void attn_pv_heads(const float* p, int64_t p_stride, const typename Rows::Elem* const* v, int64_t v_rows,
+                   int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale) {
   const int64_t n8 = hd / 8 * 8;
   int64_t i = 0;
   for (; i + 16 <= n8; i += 16)
@@ -335,15 +335,15 @@ void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* const* v, i
     }
     for (int j = 0; j < n; ++j) {
       const float a = p[h * p_stride + j];
-      const auto* vj =
-          reinterpret_cast<const uint16_t*>(reinterpret_cast<const char*>(v[j / v_rows]) + (j % v_rows) * v_stride);
+      const auto* vj = reinterpret_cast<const typename Rows::Elem*>(reinterpret_cast<const char*>(v[j / v_rows]) +
+                                                                    (j % v_rows) * v_stride);
       for (int64_t e = n8; e < hd; ++e) y[e] += a * Rows::value(vj[e]);
     }
   }
 }
 
 template <typename Rows>
-void attn_pv_rows(const float* p, int64_t p_stride, int heads, const uint16_t* const* v, int64_t v_rows,
+void attn_pv_rows(const float* p, int64_t p_stride, int heads, const typename Rows::Elem* const* v, int64_t v_rows,
                   int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale) {
   auto r = [&](int h) { return rescale != nullptr ? rescale + h : nullptr; };
   int h = 0;
@@ -364,11 +364,6 @@ void attn_pv_rows(const float* p, int64_t p_stride, int heads, const uint16_t* c
       return;
   }
 }
-
-// attn_pv.inc's table entries.
-using PvF16 = F16Rows;
-using PvBf16 = Bf16Rows;
-#include "backend/cpu/attn_pv.inc"
 
 // Lanes [0, rem) set (rem clamped to 0..8), for masked loads and stores.
 __m256i lane_mask(int64_t rem) {
@@ -465,13 +460,14 @@ __m256i fp8_to_f16_bits(__m256i b) {
 
 // 8 key elements of an 8-bit cache widened to f32 (attn_qk_i8_kt /
 // attn_qk_fp8_kt; FP8 as the f16 number value / 256, kv_fp8_to_f16's
-// mapping).
+// mapping), and int8 value rows (attn_pv_i8).
 struct KtI8 {
   using Elem = uint8_t;
   static constexpr float kUnit = 1.0f;
   static __m256 load(const uint8_t* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
+  static float value(uint8_t b) { return static_cast<float>(static_cast<int8_t>(b)); }
 };
 struct KtFp8 {
   using Elem = uint8_t;
@@ -487,20 +483,11 @@ using KtF16 = F16Rows;
 using KtBf16 = Bf16Rows;
 #include "backend/cpu/attn_qk_kt.inc"
 
-void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
-  for (int j = 0; j < n; ++j) {
-    const uint8_t* row = rows + j * stride;
-    uint16_t* o = out + j * hd;
-    int64_t i = 0;
-    for (; i + 8 <= hd; i += 8) {
-      const __m256 f =
-          _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + i))));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + i), _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT));
-    }
-    for (; i < hd; ++i) o[i] = float_to_half(static_cast<float>(static_cast<int8_t>(row[i])));
-    std::memcpy(&scales[j], row + hd, sizeof(float));
-  }
-}
+// attn_pv.inc's table entries: value rows widened as the keys are.
+using PvF16 = F16Rows;
+using PvBf16 = Bf16Rows;
+using PvI8 = KtI8;
+#include "backend/cpu/attn_pv.inc"
 
 // fp8_e4m3_to_f16_scaled on 16 bytes at a time.
 void kv_fp8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
@@ -702,7 +689,7 @@ constexpr Kernels kAvx2Table{
     .attn_qk_i8_kt = attn_qk_i8_kt,
     .attn_qk_fp8_kt = attn_qk_fp8_kt,
     .attn_pv_bf16 = attn_pv_bf16,
-    .kv_int8_to_f16 = kv_int8_to_f16,
+    .attn_pv_i8 = attn_pv_i8,
     .kv_fp8_to_f16 = kv_fp8_to_f16,
     .scale = scale,
     .f32_to_f16_row = f32_to_f16_row,

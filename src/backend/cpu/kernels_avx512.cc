@@ -328,9 +328,9 @@ void axpy_f16(float a, const uint16_t* v, float* y, int64_t n) {
 
 // Heads h0..h0+H-1 of attn_pv_f16, 64 elements (4 vectors) of hd at a time:
 // 4H accumulators stay in registers over all n positions (every block).
-template <int H, __m512 (*Load)(const uint16_t*, __mmask16)>
-void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* const* v, int64_t v_rows, int64_t v_stride, int n,
-                   float* out, int64_t out_stride, int64_t hd, const float* rescale) {
+template <int H, typename Rows>
+void attn_pv_heads(const float* p, int64_t p_stride, const typename Rows::Elem* const* v, int64_t v_rows,
+                   int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale) {
   for (int64_t i0 = 0; i0 < hd; i0 += 64) {
     __mmask16 m[4];
     for (int c = 0; c < 4; ++c) m[c] = tail_mask(hd - i0 - 16 * c > 0 ? hd - i0 - 16 * c : 0);
@@ -347,7 +347,8 @@ void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* const* v, i
       const auto* vrow = reinterpret_cast<const char*>(v[b]);
       for (int j = j0; j < j1; ++j, vrow += v_stride) {
         __m512 vv[4];
-        for (int c = 0; c < 4; ++c) vv[c] = Load(reinterpret_cast<const uint16_t*>(vrow) + i0 + 16 * c, m[c]);
+        for (int c = 0; c < 4; ++c)
+          vv[c] = Rows::load(reinterpret_cast<const typename Rows::Elem*>(vrow) + i0 + 16 * c, m[c]);
         for (int h = 0; h < H; ++h) {
           const __m512 ph = _mm512_set1_ps(p[h * p_stride + j]);
           for (int c = 0; c < 4; ++c) acc[h][c] = _mm512_fmadd_ps(ph, vv[c], acc[h][c]);
@@ -362,33 +363,28 @@ void attn_pv_heads(const float* p, int64_t p_stride, const uint16_t* const* v, i
   }
 }
 
-template <__m512 (*Load)(const uint16_t*, __mmask16)>
-void attn_pv_rows(const float* p, int64_t p_stride, int heads, const uint16_t* const* v, int64_t v_rows,
+template <typename Rows>
+void attn_pv_rows(const float* p, int64_t p_stride, int heads, const typename Rows::Elem* const* v, int64_t v_rows,
                   int64_t v_stride, int n, float* out, int64_t out_stride, int64_t hd, const float* rescale) {
   auto r = [&](int h) { return rescale != nullptr ? rescale + h : nullptr; };
   int h = 0;
   for (; h + 4 <= heads; h += 4)
-    attn_pv_heads<4, Load>(p + h * p_stride, p_stride, v, v_rows, v_stride, n, out + h * out_stride, out_stride, hd,
+    attn_pv_heads<4, Rows>(p + h * p_stride, p_stride, v, v_rows, v_stride, n, out + h * out_stride, out_stride, hd,
                            r(h));
   switch (heads - h) {
     case 3:
-      return attn_pv_heads<3, Load>(p + h * p_stride, p_stride, v, v_rows, v_stride, n, out + h * out_stride,
+      return attn_pv_heads<3, Rows>(p + h * p_stride, p_stride, v, v_rows, v_stride, n, out + h * out_stride,
                                     out_stride, hd, r(h));
     case 2:
-      return attn_pv_heads<2, Load>(p + h * p_stride, p_stride, v, v_rows, v_stride, n, out + h * out_stride,
+      return attn_pv_heads<2, Rows>(p + h * p_stride, p_stride, v, v_rows, v_stride, n, out + h * out_stride,
                                     out_stride, hd, r(h));
     case 1:
-      return attn_pv_heads<1, Load>(p + h * p_stride, p_stride, v, v_rows, v_stride, n, out + h * out_stride,
+      return attn_pv_heads<1, Rows>(p + h * p_stride, p_stride, v, v_rows, v_stride, n, out + h * out_stride,
                                     out_stride, hd, r(h));
     default:
       return;
   }
 }
-
-// attn_pv.inc's table entries.
-constexpr auto PvF16 = &load_f16;
-constexpr auto PvBf16 = &load_bf16;
-#include "backend/cpu/attn_pv.inc"
 
 // Lane j of the result = a[j]'s 16 lanes combined by op: a transposed tree
 // (lanes i and i + 8, then i + 4, i + 2, i + 1, as _mm512_reduce_add_ps pairs
@@ -421,7 +417,8 @@ template <typename Op>
   return reduce16_with(a, [](__m512 x, __m512 y) { return _mm512_add_ps(x, y); });
 }
 
-// 16 key elements widened to f32 (one masked vector).
+// 16 key or value row elements widened to f32 (one masked vector): the
+// key scores' and P·V's loads.
 template <__m512 (*Load)(const uint16_t*, __mmask16)>
 struct Keys {
   using Elem = uint16_t;
@@ -484,17 +481,11 @@ using KtF16 = Keys<load_f16>;
 using KtBf16 = Keys<load_bf16>;
 #include "backend/cpu/attn_qk_kt.inc"
 
-void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
-  for (int j = 0; j < n; ++j) {
-    const uint8_t* row = rows + j * stride;
-    for (int64_t i = 0; i < hd; i += 16) {
-      const __mmask16 m = tail_mask(hd - i);
-      const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, row + i)));
-      _mm256_mask_storeu_epi16(out + j * hd + i, m, _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT));
-    }
-    std::memcpy(&scales[j], row + hd, sizeof(float));
-  }
-}
+// attn_pv.inc's table entries: value rows widened as the keys are.
+using PvF16 = KtF16;
+using PvBf16 = KtBf16;
+using PvI8 = KtI8;
+#include "backend/cpu/attn_pv.inc"
 
 // fp8_e4m3_to_f16_scaled on 16 bytes at a time.
 void kv_fp8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
@@ -713,7 +704,7 @@ const Kernels& avx512_kernels() {
       .attn_qk_i8_kt = attn_qk_i8_kt,
       .attn_qk_fp8_kt = attn_qk_fp8_kt,
       .attn_pv_bf16 = attn_pv_bf16,
-      .kv_int8_to_f16 = kv_int8_to_f16,
+      .attn_pv_i8 = attn_pv_i8,
       .kv_fp8_to_f16 = kv_fp8_to_f16,
       .scale = scale,
       .f32_to_f16_row = f32_to_f16_row,

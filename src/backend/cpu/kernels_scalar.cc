@@ -177,14 +177,6 @@ uint16_t fp8_e4m3_to_f16_scaled(uint8_t b) {
 
 namespace {
 
-void kv_int8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
-  for (int j = 0; j < n; ++j) {
-    const uint8_t* row = rows + j * stride;
-    for (int64_t i = 0; i < hd; ++i) out[j * hd + i] = fp32_to_fp16(static_cast<float>(static_cast<int8_t>(row[i])));
-    std::memcpy(&scales[j], row + hd, sizeof(float));
-  }
-}
-
 void kv_fp8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales) {
   for (int j = 0; j < n; ++j) {
     const uint8_t* row = rows + j * stride;
@@ -217,7 +209,7 @@ const Kernels& scalar_kernels() {
       .attn_qk_i8_kt = nullptr,
       .attn_qk_fp8_kt = nullptr,
       .attn_pv_bf16 = nullptr,
-      .kv_int8_to_f16 = kv_int8_to_f16,
+      .attn_pv_i8 = nullptr,
       .kv_fp8_to_f16 = kv_fp8_to_f16,
       .scale = scale,
       .f32_to_f16_row = f32_to_f16_row,

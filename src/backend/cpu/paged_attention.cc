@@ -163,23 +163,22 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   const auto head_off = static_cast<int64_t>(static_cast<uint64_t>(kv_head) * kv_head_bytes(t, hd));
   // Bytes between consecutive slots' rows (all heads of one token).
   const auto row_bytes = static_cast<int64_t>(static_cast<uint64_t>(kv.spec().n_kv_heads) * kv_head_bytes(t, hd));
-  // 8-bit value rows go through the f16 P·V kernel: each block's rows
-  // converted to f16 exactly (kv_int8_to_f16 / kv_fp8_to_f16), their scales
-  // applied to p.
-  using ToF16 = void (*)(const uint8_t*, int64_t, int, int64_t, uint16_t*, float*);
-  const ToF16 to_f16 = t == KvDtype::kInt8 ? k.kv_int8_to_f16 : t == KvDtype::kFp8 ? k.kv_fp8_to_f16 : nullptr;
-  const bool f16_rows = t == KvDtype::kF16 || to_f16 != nullptr;
-  // The grouped kernels for the rows' 16-bit type (8-bit rows: f16 after to_f16).
+  // The grouped P·V kernels for the rows' type: f16 / bf16 rows; int8 rows
+  // read in place (attn_pv_i8); FP8 rows converted to f16 per tile first
+  // (kv_fp8_to_f16, exact) for attn_pv_f16. 8-bit rows' scales (FP8's times
+  // 256) are folded into p.
   const bool bf16_rows = t == KvDtype::kBF16;
-  const auto attn_pv = bf16_rows ? k.attn_pv_bf16 : f16_rows ? k.attn_pv_f16 : nullptr;
+  const bool fp8_rows = t == KvDtype::kFp8 && k.attn_pv_f16 != nullptr;
+  const auto attn_pv = bf16_rows ? k.attn_pv_bf16 : t == KvDtype::kF16 || fp8_rows ? k.attn_pv_f16 : nullptr;
+  const auto attn_pv8 = t == KvDtype::kInt8 ? k.attn_pv_i8 : nullptr;
+  if (fp8_rows) rows16.resize(static_cast<size_t>(tn) * hd);
   // Keys lie transposed within their block (kv_buffer.h; all but f32):
   // every head's scores of a block from one attn_qk_*_kt call.
   const bool keys_t = kv.keys_in_lanes();
   const bool eight_bit = t == KvDtype::kInt8 || t == KvDtype::kFp8;
   const auto attn_qk_kt = !keys_t || eight_bit ? nullptr : bf16_rows ? k.attn_qk_bf16_kt : k.attn_qk_f16_kt;
   const auto attn_qk_kt8 = !eight_bit ? nullptr : t == KvDtype::kInt8 ? k.attn_qk_i8_kt : k.attn_qk_fp8_kt;
-  const bool group_pv = attn_pv != nullptr;
-  if (to_f16 != nullptr) rows16.resize(static_cast<size_t>(tn) * hd);
+  const bool group_pv = attn_pv != nullptr || attn_pv8 != nullptr;
   if (attn_qk_kt != nullptr || attn_qk_kt8 != nullptr) {
     // Scores come out scaled (softmax scale folded into q once per item),
     // the group's queries transposed as the kernels take them ([hd, group]).
@@ -195,6 +194,7 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
   // row of this head in each (attn_pv's blocks).
   std::array<int64_t, kTilePositions> slot0{};             // [tile_blocks]
   std::array<const uint16_t*, kTilePositions> v_blocks{};  // [tile_blocks]
+  std::array<const uint8_t*, kTilePositions> v_blocks8{};  // [tile_blocks] (8-bit rows)
   auto block_slot = [&](int32_t pos) {
     return static_cast<int64_t>(seq.block_table[static_cast<size_t>(pos / bs)]) * bs;
   };
@@ -257,7 +257,7 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
           add_value(k, t, sg[j], static_cast<const uint8_t*>(kv.v(layer, sl)) + head_off, og, hd);
         }
       }
-    } else if (to_f16 == nullptr) {
+    } else if (attn_pv8 == nullptr && !fp8_rows) {
       // Every head of the group at once: the same FMAs per head as the
       // add_value loop above, each value row converted once, and each head's
       // accumulator rescaled by corr as it is loaded (the same product as
@@ -268,17 +268,30 @@ void attend_one(const Kernels& k, const AttentionShape& sh, const float* q, int3
       }
       attn_pv(s, tn, group, v_blocks.data(), bs, row_bytes, n, out, hd, hd, corr);
     } else {
-      // out += (p * scale_j) * value_j / unit: add_value's products.
+      // out += (p * scale_j * unit) * (value_j / unit): add_value's products.
       for (int32_t b = 0; b < nb; ++b) {
-        const auto* v0 = static_cast<const uint8_t*>(kv.v(layer, slot0[static_cast<size_t>(b)])) + head_off;
-        to_f16(v0, row_bytes, std::min(bs, n - b * bs), hd, rows16.data() + static_cast<int64_t>(b) * bs * hd,
-               row_scale + b * bs);
+        v_blocks8[static_cast<size_t>(b)] =
+            static_cast<const uint8_t*>(kv.v(layer, slot0[static_cast<size_t>(b)])) + head_off;
+      }
+      if (fp8_rows) {
+        for (int32_t b = 0; b < nb; ++b) {
+          k.kv_fp8_to_f16(v_blocks8[static_cast<size_t>(b)], row_bytes, std::min(bs, n - b * bs), hd,
+                          rows16.data() + static_cast<int64_t>(b) * bs * hd, row_scale + b * bs);
+        }
+      } else {
+        for (int32_t j = 0; j < n; ++j) {  // each int8 row's scale follows its hd values
+          std::memcpy(&row_scale[j], v_blocks8[static_cast<size_t>(j / bs)] + (j % bs) * row_bytes + hd, sizeof(float));
+        }
       }
       for (int32_t g = 0; g < group; ++g) {
         for (int32_t j = 0; j < n; ++j) p_scaled[g * tn + j] = s[g * tn + j] * row_scale[j];
       }
-      const uint16_t* rows = rows16.data();
-      attn_pv(p_scaled, tn, group, &rows, tn, hd * static_cast<int64_t>(sizeof(uint16_t)), n, out, hd, hd, corr);
+      if (fp8_rows) {
+        const uint16_t* rows = rows16.data();
+        attn_pv(p_scaled, tn, group, &rows, tn, hd * static_cast<int64_t>(sizeof(uint16_t)), n, out, hd, hd, corr);
+      } else {
+        attn_pv8(p_scaled, tn, group, v_blocks8.data(), bs, row_bytes, n, out, hd, hd, corr);
+      }
     }
   }
   if (m_out != nullptr) {
@@ -367,7 +380,7 @@ void paged_attention(ThreadPool& pool, const Kernels& k, const AttentionShape& s
   std::atomic<size_t> next{0};
   pool.run([&](int, int) {
     std::vector<float> scratch;
-    std::vector<uint16_t> rows16;
+    std::vector<uint16_t> rows16;  // FP8 value rows as f16, one tile
     for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < items.size();
          i = next.fetch_add(1, std::memory_order_relaxed)) {
       const Item& it = items[items.size() - 1 - i];
