@@ -264,6 +264,25 @@ TEST(CpuKernels, AxpyF16AndScale) {
   }
 }
 
+// The ISAs on this CPU whose kernel table has `member`, a kernel some tables
+// leave null (their callers then take a per-row fallback).
+template <typename Fn>
+std::vector<Isa> isas_with(Fn Kernels::*member) {
+  std::vector<Isa> out;
+  for (Isa isa : supported_isas()) {
+    if (kernels_for(isa).*member != nullptr) out.push_back(isa);
+  }
+  return out;
+}
+
+// Per-head factors of the online softmax's rescale for the P·V tests: 1 (the
+// maximum did not move), 0 (nothing seen before) and one in between.
+std::vector<float> rescale_factors(int heads) {
+  std::vector<float> r(static_cast<size_t>(heads));
+  for (int g = 0; g < heads; ++g) r[static_cast<size_t>(g)] = g % 3 == 0 ? 1.0f : g % 3 == 1 ? 0.0f : 0.3f;
+  return r;
+}
+
 // attn_pv_f16 gives, per head, the bits of the scale + axpy_f16 loop it
 // replaces (head counts around the 4-head register block, hd around the
 // 64-element step and its masked tail, strided rows as in the KV cache, in
@@ -271,11 +290,10 @@ TEST(CpuKernels, AxpyF16AndScale) {
 // without a rescale and with one (factors of 1, 0 and in between, as the
 // online softmax gives).
 TEST(CpuKernels, AttnPvF16MatchesAxpyLoop) {
-  bool any = false;
-  for (Isa isa : supported_isas()) {
+  const std::vector<Isa> isas = isas_with(&Kernels::attn_pv_f16);
+  if (isas.empty()) GTEST_SKIP() << "no table on this CPU has attn_pv_f16";
+  for (Isa isa : isas) {
     const Kernels& k = kernels_for(isa);
-    if (k.attn_pv_f16 == nullptr) continue;
-    any = true;
     for (int heads : {1, 2, 3, 4, 5, 8, 9}) {
       for (int64_t hd : {1, 16, 40, 64, 80, 128, 130}) {
         for (int n : {0, 1, 7, 16, 40, 64}) {
@@ -297,9 +315,7 @@ TEST(CpuKernels, AttnPvF16MatchesAxpyLoop) {
             std::vector<float> p = random_floats(heads * p_stride, seed + 1);
             for (float& x : p) x = std::fabs(x);  // softmax weights
             const std::vector<float> out0 = random_floats(heads * out_stride, seed + 2);
-            std::vector<float> rescale(static_cast<size_t>(heads));
-            for (int g = 0; g < heads; ++g)
-              rescale[static_cast<size_t>(g)] = g % 3 == 0 ? 1.0f : g % 3 == 1 ? 0.0f : 0.3f;
+            const std::vector<float> rescale = rescale_factors(heads);
             for (bool with_rescale : {false, true}) {
               std::vector<float> want = out0, got = out0;
               for (int g = 0; g < heads; ++g) {
@@ -316,7 +332,6 @@ TEST(CpuKernels, AttnPvF16MatchesAxpyLoop) {
       }
     }
   }
-  if (!any) GTEST_SKIP() << "no table on this CPU has attn_pv_f16";
 }
 
 // Attention scores s[heads rows of s_stride] against double-precision dot
@@ -487,11 +502,10 @@ TEST(CpuKernels, AttnQkKt8BitMatchesDoublePrecisionAndAgreesAcrossTables) {
 // rows: the f16 kernel's shapes with bf16 widening (head counts around the
 // register blocks, hd around the vector steps and tails, strided rows).
 TEST(CpuKernels, AttnPvBf16MatchesDoublePrecision) {
-  bool any = false;
-  for (Isa isa : supported_isas()) {
+  const std::vector<Isa> isas = isas_with(&Kernels::attn_pv_bf16);
+  if (isas.empty()) GTEST_SKIP() << "no table on this CPU has attn_pv_bf16";
+  for (Isa isa : isas) {
     const Kernels& k = kernels_for(isa);
-    if (k.attn_pv_bf16 == nullptr) continue;
-    any = true;
     for (int heads : {1, 3, 4, 5, 8}) {
       for (int64_t hd : {int64_t{1}, int64_t{16}, int64_t{40}, int64_t{64}, int64_t{130}, int64_t{256}}) {
         for (int n : {1, 7, kAttnKeys}) {
@@ -534,7 +548,6 @@ TEST(CpuKernels, AttnPvBf16MatchesDoublePrecision) {
       }
     }
   }
-  if (!any) GTEST_SKIP() << "no table on this CPU has attn_pv_bf16";
 }
 
 TEST(CpuKernels, RmsNorm) {
@@ -611,11 +624,10 @@ TEST(CpuKernels, Softmax) {
 // step and its tail, rows in blocks of 16 and 7 (between them the other KV
 // heads' bytes), with and without a rescale.
 TEST(CpuKernels, AttnPvI8MatchesF16RowsBitForBit) {
-  bool any = false;
-  for (Isa isa : supported_isas()) {
+  const std::vector<Isa> isas = isas_with(&Kernels::attn_pv_i8);
+  if (isas.empty()) GTEST_SKIP() << "no table on this CPU has attn_pv_i8";
+  for (Isa isa : isas) {
     const Kernels& k = kernels_for(isa);
-    if (k.attn_pv_i8 == nullptr) continue;
-    any = true;
     for (int heads : {1, 3, 4, 8, 9}) {
       for (int64_t hd : {1, 7, 16, 40, 64, 80, 128, 130}) {
         for (int n : {0, 1, 7, 16, 40, 64}) {
@@ -649,9 +661,7 @@ TEST(CpuKernels, AttnPvI8MatchesF16RowsBitForBit) {
             std::vector<float> p = random_floats(heads * p_stride, seed + 1);
             for (float& x : p) x = std::fabs(x) * 0.01f;  // softmax weights times row scales
             const std::vector<float> out0 = random_floats(heads * out_stride, seed + 2);
-            std::vector<float> rescale(static_cast<size_t>(heads));
-            for (int g = 0; g < heads; ++g)
-              rescale[static_cast<size_t>(g)] = g % 3 == 0 ? 1.0f : g % 3 == 1 ? 0.0f : 0.3f;
+            const std::vector<float> rescale = rescale_factors(heads);
             for (bool with_rescale : {false, true}) {
               std::vector<float> want = out0, got = out0;
               const float* r = with_rescale ? rescale.data() : nullptr;
@@ -666,7 +676,6 @@ TEST(CpuKernels, AttnPvI8MatchesF16RowsBitForBit) {
       }
     }
   }
-  if (!any) GTEST_SKIP() << "no table on this CPU has attn_pv_i8";
 }
 
 // kv_fp8_to_f16: every byte value, row lengths with and
