@@ -30,6 +30,15 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
       ->group(kGroupEngine);
   app.add_option("--kv-cache-memory", f.kv_cache_memory,
                  "KV cache memory budget, e.g. 64MiB or 2GiB (overrides --ctx-size)")
+      // A size that does not parse is a usage error (exit 2), as for the
+      // other flags; one too small for the model is found at load (exit 1).
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            auto r = parse_byte_size(text);
+            if (!r.ok()) return r.status().message();
+            return *r == 0 ? std::string("must be positive") : std::string();
+          },
+          "SIZE"))
       ->group(kGroupEngine);
   app.add_option("--kv-cache-dtype", f.kv_cache_dtype,
                  "KV cache element type (auto: the weights' f32/f16/bf16 type, f16 for quantized models)")

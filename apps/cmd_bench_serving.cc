@@ -128,6 +128,8 @@ Runner register_bench_serving(CLI::App& app) {
   add_engine_flags(*sub, o->engine);
   // The cache is sized for the largest concurrency's sequences (-p + -n each).
   sub->get_option("--ctx-size")->description("Ignored: the KV cache holds every sequence's -p + -n");
+  sub->get_option("--kv-cache-memory")
+      ->description("KV cache memory budget, e.g. 64MiB (default: room for every sequence's -p + -n at once)");
   add_scheduler_flags(*sub, o->sched);
   sub->add_option("--concurrency", o->concurrency, "Comma-separated numbers of concurrent sequences");
   sub->add_option("-n,--decode-tokens", o->decode_tokens, "Tokens generated per sequence")

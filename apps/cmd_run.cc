@@ -226,9 +226,12 @@ int run_main(RunOptions o) {
   // The seed matters only when sampling: --temp 0 picks the argmax.
   const std::string sampling =
       o.gen.sampling.temperature > 0.0f ? "seed " + std::to_string(o.gen.sampling.seed) : std::string("greedy");
-  fmt::print(stderr, "tessera: {} ({} layers, {}); KV cache: {} tokens of {}, {}, {} bytes/token; {}\n", o.engine.model,
-             info.n_layers, (*engine)->backend_description(), kv.capacity_tokens, kv.dtype,
-             format_byte_size(kv.total_bytes), kv.bytes_per_token, sampling);
+  // The context (prompt + generated tokens per sequence) and the cache's
+  // capacity, which is whole KV blocks and so can be larger.
+  fmt::print(stderr,
+             "tessera: {} ({} layers, {}); context {} tokens; KV cache: {} tokens of {}, {}, {} bytes/token; {}\n",
+             o.engine.model, info.n_layers, (*engine)->backend_description(), info.context, kv.capacity_tokens,
+             kv.dtype, format_byte_size(kv.total_bytes), kv.bytes_per_token, sampling);
   (*engine)->run_until_idle();
   const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   int exit_code = 0;

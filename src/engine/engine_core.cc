@@ -156,7 +156,7 @@ Result<uint64_t> EngineCore::submit(std::vector<int32_t> prompt, const Generatio
   const int64_t ctx = config_.ctx_size;
   if (n_prompt >= ctx) {
     return out_of_range("the prompt has " + std::to_string(n_prompt) + " tokens but the context holds " +
-                        std::to_string(ctx));
+                        std::to_string(ctx) + ", which must leave room for a generated token");
   }
   const int64_t max_total = options.max_tokens < 0 ? ctx : n_prompt + options.max_tokens;
   if (max_total > ctx) {

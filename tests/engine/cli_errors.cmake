@@ -82,7 +82,15 @@ expect_error_matching(1 "plus -n 600 exceeds the context length 64 \\(lower -n o
 expect_error_matching(1 "plus -n 40 exceeds the context length 32"
                       run -m ${STORIES} -p "Once upon a time" -n 40 --kv-cache-memory 20KiB --kv-cache-dtype f16)
 expect_error(1 run -m ${STORIES} --prompt-ids 1,x)
-expect_error(1 run -m ${STORIES} -p hi --kv-cache-memory 12XB)
+# A --kv-cache-memory that does not parse is a usage error, for bench (which ignores the budget) too;
+# one too small for the model is found at load.
+expect_error_matching(2 "--kv-cache-memory: invalid size unit in '12XB'" run -m ${STORIES} -p hi --kv-cache-memory 12XB)
+expect_error_matching(2 "--kv-cache-memory: must be positive" run -m ${STORIES} -p hi --kv-cache-memory 0)
+expect_error(2 bench -m ${STORIES} --kv-cache-memory bogus)
+expect_error_matching(1 "smaller than one KV block" run -m ${STORIES} -p hi --kv-cache-memory 1KiB)
+# A prompt that fills the context says why it does not fit.
+expect_error_matching(1 "the prompt has 5 tokens but the context holds 5, which must leave room for a generated token"
+                      run -m ${STORIES} -p "Once upon a time" -c 5)
 expect_error(1 inspect /nonexistent.gguf)
 
 # tessera bench-serving: --concurrency is checked before the model loads, a usage error.
