@@ -41,6 +41,7 @@ Json bench_report_json(const BenchReport& r) {
           {"backend", r.backend},
           {"weight_bytes", r.weight_bytes},
           {"kv_bytes_per_token", r.kv_bytes_per_token},
+          {"kv_cache_dtype", r.kv_cache_dtype},
           {"tensor_parallel_size", r.tensor_parallel_size},
           {"pipeline_parallel_size", r.pipeline_parallel_size},
           {"bandwidth_gb_per_s", r.bandwidth_bytes_per_s ? Json(*r.bandwidth_bytes_per_s / 1e9) : Json(nullptr)},

@@ -44,6 +44,7 @@ struct BenchReport {
   std::string backend;
   uint64_t weight_bytes = 0;
   uint64_t kv_bytes_per_token = 0;
+  std::string kv_cache_dtype;                   // the cache's element type (f16, int8, ...)
   std::optional<double> bandwidth_bytes_per_s;  // the highest read bandwidth measured; none with --skip-bandwidth
   int repeats = 0;
   int tensor_parallel_size = 1;  // mpirun runs: the layout (kv_bytes_per_token is then rank 0's)
@@ -52,7 +53,7 @@ struct BenchReport {
 };
 
 // {"model", "architecture", "n_layers", "threads", "backend", "weight_bytes",
-//  "kv_bytes_per_token", "bandwidth_gb_per_s" (null without), "repeats",
+//  "kv_bytes_per_token", "kv_cache_dtype", "bandwidth_gb_per_s" (null without), "repeats",
 //  "runs": [{"prompt_tokens", "decode_tokens", "decode_tokens_per_s", "tpot_ms",
 //  "bytes_per_token", "decode_roofline_tokens_per_s" (null without),
 //  "decode_fraction_of_roofline" (null without), "median_fraction_of_bandwidth"

@@ -362,6 +362,7 @@ int bench_main(const BenchOptions& o) {
   report.backend = engine.backend_description();
   report.weight_bytes = c.weight_bytes;
   report.kv_bytes_per_token = engine.kv_cache_info().bytes_per_token;
+  report.kv_cache_dtype = engine.kv_cache_info().dtype;
   report.repeats = o.repeats;
   report.tensor_parallel_size = o.engine.parallel.tensor_parallel_size;
   report.pipeline_parallel_size = o.engine.parallel.pipeline_parallel_size;
@@ -429,10 +430,14 @@ Runner register_bench(CLI::App& app) {
   sub->add_option("-p,--prompt-tokens", o->prompt_lengths,
                   "Prompt tokens for prefill, also the context decode runs at; a list (64,256,1024) measures each")
       ->delimiter(',')
-      ->check(CLI::Range(1, 1 << 20));
-  sub->add_option("-n,--decode-tokens", o->decode_tokens, "Tokens to decode")->check(CLI::Range(2, 1 << 20));
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  sub->add_option("-n,--decode-tokens", o->decode_tokens, "Tokens to decode")
+      ->check(CLI::Range(2, 1 << 20))
+      ->capture_default_str();
   sub->add_option("-r,--repeats", o->repeats, "Measured runs (best and median reported, after one warm-up)")
-      ->check(CLI::Range(1, 100));
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   sub->add_flag("--skip-bandwidth", o->skip_bandwidth, "Do not measure memory bandwidth");
   sub->add_flag("--json", o->json, "Print the results as one JSON object on stdout instead of text");
   sub->add_option("--plot", o->plot,

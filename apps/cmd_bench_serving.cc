@@ -131,12 +131,17 @@ Runner register_bench_serving(CLI::App& app) {
   sub->get_option("--kv-cache-memory")
       ->description("KV cache memory budget, e.g. 64MiB (default: room for every sequence's -p + -n at once)");
   add_scheduler_flags(*sub, o->sched);
-  sub->add_option("--concurrency", o->concurrency, "Comma-separated numbers of concurrent sequences");
+  sub->add_option("--concurrency", o->concurrency, "Comma-separated numbers of concurrent sequences")
+      ->capture_default_str();
   sub->add_option("-n,--decode-tokens", o->decode_tokens, "Tokens generated per sequence")
-      ->check(CLI::Range(2, 1 << 20));
-  sub->add_option("-p,--prompt-tokens", o->prompt_tokens, "Prompt tokens per sequence")->check(CLI::Range(1, 1 << 20));
+      ->check(CLI::Range(2, 1 << 20))
+      ->capture_default_str();
+  sub->add_option("-p,--prompt-tokens", o->prompt_tokens, "Prompt tokens per sequence")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   sub->add_option("--prefix-tokens", o->prefix_tokens, "Shared prefix for the TTFT test (0 skips it)")
-      ->check(CLI::Range(0, 1 << 20));
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
   return [o] { return bench_serving_main(*o); };
 }
 

@@ -34,6 +34,9 @@ test("bench --plot draws the --json numbers against the roofline", async () => {
     const r = JSON.parse(stdout);
     assert.deepEqual(r.runs.map((x) => x.prompt_tokens), [8, 32]);
     assert.equal(r.architecture, "llama");
+    // stories260K is f32, so the cache's auto dtype is f32: 5 layers x 2 (K, V) x 32 (4 KV heads x 8) x 4 bytes.
+    assert.equal(r.kv_cache_dtype, "f32");
+    assert.equal(r.kv_bytes_per_token, 1280);
     assert.ok(r.bandwidth_gb_per_s > 0);
     for (const x of r.runs) {
       assert.ok(x.decode_tokens_per_s > 0 && x.prefill_tokens_per_s > 0 && x.prefill_gflops > 0, JSON.stringify(x));
