@@ -336,9 +336,9 @@ Runner register_run(CLI::App& app) {
   sub->add_option("--frequency-penalty", sp.frequency_penalty, "Frequency penalty over output tokens, in [-2, 2]")
       ->check(CLI::Range(-2.0f, 2.0f));
   sub->add_option("--logit-bias", o->logit_bias, "ID=BIAS added to a token's logit (repeatable)");
-  sub->add_option("--seed", sp.seed, "Random seed (default: random, printed)")->each([o](const std::string&) {
-    o->seed_set = true;
-  });
+  // -1 asks for a random seed, as in llama.cpp (CLI11 reads it as 2^64 - 1).
+  sub->add_option("--seed", sp.seed, "Random seed (default or -1: random, printed when sampling)")
+      ->each([o](const std::string& v) { o->seed_set = v != "-1"; });
   sub->add_option("--min-tokens", o->gen.min_tokens, "Suppress EOS and stop strings until this many tokens")
       ->check(CLI::Range(0, 1 << 30));
   sub->add_flag("--ignore-eos", o->gen.ignore_eos, "Keep generating past EOS");

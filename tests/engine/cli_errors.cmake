@@ -151,3 +151,11 @@ if(NOT generated EQUAL 11 OR NOT finish STREQUAL "length")
   message(FATAL_ERROR "run with the default -n in a 16-token context: ${generated} tokens (${finish}), expected 11 (length)")
 endif()
 message(STATUS "ok: the default -n shortened to ${generated} tokens")
+
+# --seed -1 asks for a random seed (llama.cpp's convention), not the seed 2^64 - 1.
+execute_process(COMMAND ${TESSERA} run -m ${STORIES} -p "Once" -n 2 --seed -1
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "; seed [0-9]+\n" OR err MATCHES "seed 18446744073709551615")
+  message(FATAL_ERROR "run --seed -1: exit code ${rc}, stderr: ${err}")
+endif()
+message(STATUS "ok: --seed -1 drew a random seed")
