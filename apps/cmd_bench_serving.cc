@@ -111,8 +111,14 @@ int bench_serving_main(const ServingBenchOptions& o) {
     auto cold = ttft(**engine, prompt);
     prompt.back() = (prompt.back() + 1) % n_vocab;  // same prefix, another question
     auto cached = ttft(**engine, prompt);
-    if (!cold.ok()) return fail(cold.status());
-    if (!cached.ok()) return fail(cached.status());
+    // Name the test: with --kv-cache-memory the cache can be too small for
+    // the prefix even though every concurrency level fitted.
+    auto prefix_fail = [&](const Status& st) {
+      return fail(
+          Status(st.code(), "the --prefix-tokens " + std::to_string(o.prefix_tokens) + " TTFT test: " + st.message()));
+    };
+    if (!cold.ok()) return prefix_fail(cold.status());
+    if (!cached.ok()) return prefix_fail(cached.status());
     fmt::print("TTFT with a {}-token prefix: cold {:.1f} ms, prefix cached {:.1f} ms ({:.1f}x faster)\n",
                o.prefix_tokens, *cold, *cached, *cold / *cached);
   }

@@ -97,6 +97,10 @@ expect_error(1 inspect /nonexistent.gguf)
 expect_error_matching(2 "--concurrency: 'abc' is not a number" bench-serving -m ${STORIES} --concurrency 1,abc)
 expect_error_matching(2 "--concurrency: '4x' is not a number" bench-serving -m ${STORIES} --concurrency 4x)
 expect_error_matching(2 "--concurrency values must be >= 1" bench-serving -m ${STORIES} --concurrency 0)
+# A KV budget too small for the prefix test is reported as that test's (the levels before it fitted).
+expect_error_matching(1 "^tessera: error: the --prefix-tokens 1000 TTFT test: the prompt has 1008 tokens"
+                      bench-serving -m ${STORIES} -t 1 --concurrency 1 -n 4 -p 4 --kv-cache-memory 64KiB
+                      --prefix-tokens 1000)
 # tessera bench-serve / bench serve: the dataset is read (and rejected) before any server is contacted.
 set(BAD_DATASET ${CMAKE_CURRENT_BINARY_DIR}/cli_errors_bad_dataset.jsonl)
 file(WRITE ${BAD_DATASET} "{\"prompt\": \"fine\"}\n{\"prompt\": 3}\n")
