@@ -312,4 +312,12 @@ int fail(const Status& status) {
   return 1;
 }
 
+void warn_past_trained_context(const ModelInfo& info) {
+  if (info.trained_context <= 0 || info.context <= info.trained_context) return;
+  fmt::print(stderr,
+             "tessera: warning: the context ({} tokens) is longer than the model's trained context ({}); output past "
+             "position {} may degrade\n",
+             info.context, info.trained_context, info.trained_context);
+}
+
 }  // namespace tessera::cli

@@ -93,6 +93,11 @@ int check_plot_flag(const std::string& plot);
 // Prints "tessera: error: <message>" and returns exit code 1.
 int fail(const Status& status);
 
+// Prints one warning line on stderr when the engine's context is longer than
+// the model's trained context (llama.cpp warns likewise): positions past it
+// are outside what the model learned, and output there may degrade.
+void warn_past_trained_context(const ModelInfo& info);
+
 // Exit codes: 0 ok, 1 runtime error (bad model, prompt too long), 2 usage error.
 inline constexpr int kExitUsage = 2;
 

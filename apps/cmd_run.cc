@@ -226,6 +226,7 @@ int run_main(RunOptions o) {
   // The seed matters only when sampling: --temp 0 picks the argmax.
   const std::string sampling =
       o.gen.sampling.temperature > 0.0f ? "seed " + std::to_string(o.gen.sampling.seed) : std::string("greedy");
+  warn_past_trained_context(info);
   // The context (prompt + generated tokens per sequence) and the cache's
   // capacity, which is whole KV blocks and so can be larger.
   fmt::print(stderr,

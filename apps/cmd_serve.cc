@@ -68,6 +68,7 @@ int serve_main(ServeOptions o) {
   if (o.server.webui) {
     fmt::print(stderr, "tessera serve: chat web UI at http://{}:{}/\n", o.server.host, (*srv)->port());
   }
+  warn_past_trained_context((*engine)->model_info());
   signals_ioc.run();  // until SIGINT / SIGTERM
   // Drain: no new connections or requests; running ones finish within
   // --shutdown-timeout, then the rest are cancelled (streams get an error event).

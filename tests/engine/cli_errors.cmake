@@ -163,3 +163,16 @@ if(NOT rc EQUAL 0 OR NOT err MATCHES "; seed [0-9]+\n" OR err MATCHES "seed 1844
   message(FATAL_ERROR "run --seed -1: exit code ${rc}, stderr: ${err}")
 endif()
 message(STATUS "ok: --seed -1 drew a random seed")
+
+# A context longer than the model's trained one (stories260K: 2048) gets one warning line; the run goes on.
+execute_process(COMMAND ${TESSERA} run -m ${STORIES} -p "Once" -n 2 --temp 0 -c 4096
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "warning: the context \\(4096 tokens\\) is longer than the model's trained context \\(2048\\)")
+  message(FATAL_ERROR "run -c 4096: exit code ${rc}, stderr: ${err}")
+endif()
+execute_process(COMMAND ${TESSERA} run -m ${STORIES} -p "Once" -n 2 --temp 0 -c 2048
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR err MATCHES "warning")
+  message(FATAL_ERROR "run -c 2048: exit code ${rc}, stderr: ${err}")
+endif()
+message(STATUS "ok: the context past the trained one is warned about, once")
