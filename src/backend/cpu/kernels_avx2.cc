@@ -446,16 +446,25 @@ void attn_qk_kt_heads(const float* qt, int64_t q_stride, const typename Rows::El
   }
 }
 
-// FP8 E4M3 bytes, zero-extended to 16 lanes of 16 bits, to the f16 bits of
-// value / 256 (core/fp8.h fp8_e4m3_to_f16_scaled): the magnitude bits
-// shifted into the f16 exponent and mantissa, the sign kept, NaN to NaN.
-// Shared by kv_fp8_to_f16 and the FP8 key scores.
-__m256i fp8_to_f16_bits(__m256i b) {
-  const __m256i mag = _mm256_set1_epi16(0x7f);
-  const __m256i mb = _mm256_and_si256(b, mag);
-  const __m256i sign = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8);
-  return _mm256_blendv_epi8(_mm256_or_si256(sign, _mm256_slli_epi16(mb, 7)),
-                            _mm256_or_si256(sign, _mm256_set1_epi16(0x7e00)), _mm256_cmpeq_epi16(mb, mag));
+// FP8 E4M3 bytes, sign-extended to lanes of 16 bits (vpmovsxbw), to the
+// f16 bits of value / 256 (fp8_e4m3_to_f16_scaled): shifted left by 7, the
+// magnitude lands in the f16 exponent and mantissa (bits 13..7) and the
+// sign in bits 15 and 14, so clearing bit 14 gives the f16 of every number;
+// S.1111.111 (NaN) would give ±1.875 and gets the exponent's top bit set
+// instead, an f16 NaN. 16 lanes (kv_fp8_to_f16) and 8 (the FP8 key scores).
+__m256i fp8_to_f16_bits(__m256i s) {
+  const __m256i t = _mm256_slli_epi16(s, 7);
+  const __m256i mag = _mm256_set1_epi16(0x3f80);
+  const __m256i nan = _mm256_cmpeq_epi16(_mm256_and_si256(t, mag), mag);
+  return _mm256_or_si256(_mm256_and_si256(t, _mm256_set1_epi16(static_cast<int16_t>(0xbfff))),
+                         _mm256_and_si256(nan, _mm256_set1_epi16(0x7e00)));
+}
+__m128i fp8_to_f16_bits(__m128i s) {
+  const __m128i t = _mm_slli_epi16(s, 7);
+  const __m128i mag = _mm_set1_epi16(0x3f80);
+  const __m128i nan = _mm_cmpeq_epi16(_mm_and_si128(t, mag), mag);
+  return _mm_or_si128(_mm_and_si128(t, _mm_set1_epi16(static_cast<int16_t>(0xbfff))),
+                      _mm_and_si128(nan, _mm_set1_epi16(0x7e00)));
 }
 
 // 8 key elements of an 8-bit cache widened to f32 (attn_qk_i8_kt /
@@ -473,8 +482,7 @@ struct KtFp8 {
   using Elem = uint8_t;
   static constexpr float kUnit = 256.0f;
   static __m256 load(const uint8_t* p) {
-    const __m256i b = _mm256_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-    return _mm256_cvtph_ps(_mm256_castsi256_si128(fp8_to_f16_bits(b)));
+    return _mm256_cvtph_ps(fp8_to_f16_bits(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))));
   }
 };
 
@@ -496,7 +504,7 @@ void kv_fp8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint1
     uint16_t* o = out + j * hd;
     int64_t i = 0;
     for (; i + 16 <= hd; i += 16) {
-      const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i)));
+      const __m256i b = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i)));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), fp8_to_f16_bits(b));
     }
     for (; i < hd; ++i) o[i] = fp8_e4m3_to_f16_scaled(row[i]);

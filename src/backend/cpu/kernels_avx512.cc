@@ -432,22 +432,24 @@ struct KtI8 {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
   }
 };
-// FP8 E4M3 bytes, zero-extended to 16 lanes of 16 bits, to the f16 bits of
-// value / 256 (core/fp8.h fp8_e4m3_to_f16_scaled): the magnitude bits
-// shifted into the f16 exponent and mantissa, the sign kept, NaN to NaN.
-// Shared by kv_fp8_to_f16 and the FP8 key scores.
-__m256i fp8_to_f16_bits(__m256i b) {
-  const __m256i mag = _mm256_set1_epi16(0x7f);
-  const __m256i mb = _mm256_and_si256(b, mag);
-  const __m256i sign = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8);
-  return _mm256_mask_mov_epi16(_mm256_or_si256(sign, _mm256_slli_epi16(mb, 7)), _mm256_cmpeq_epi16_mask(mb, mag),
-                               _mm256_or_si256(sign, _mm256_set1_epi16(0x7e00)));
+// FP8 E4M3 bytes, sign-extended to 16 lanes of 16 bits (vpmovsxbw), to
+// the f16 bits of value / 256 (fp8_e4m3_to_f16_scaled): shifted left by 7,
+// the magnitude lands in the f16 exponent and mantissa (bits 13..7) and the
+// sign in bits 15 and 14, so clearing bit 14 gives the f16 of every number;
+// S.1111.111 (NaN) would give ±1.875 and gets the exponent's top bit set
+// instead, an f16 NaN. Shared by kv_fp8_to_f16 and the FP8 key scores.
+__m256i fp8_to_f16_bits(__m256i s) {
+  const __m256i t = _mm256_slli_epi16(s, 7);
+  const __m256i mag = _mm256_set1_epi16(0x3f80);
+  const __m256i f = _mm256_and_si256(t, _mm256_set1_epi16(static_cast<int16_t>(0xbfff)));
+  // NaN: 0x3f80 + 0x4000 sets bit 14 (clear in f), giving sign | 0x7f80.
+  return _mm256_mask_add_epi16(f, _mm256_cmpeq_epi16_mask(_mm256_and_si256(t, mag), mag), f, _mm256_set1_epi16(0x4000));
 }
 struct KtFp8 {
   using Elem = uint8_t;
   static constexpr float kUnit = 256.0f;
   static __m512 load(const uint8_t* p, __mmask16 m) {
-    return _mm512_cvtph_ps(fp8_to_f16_bits(_mm256_cvtepu8_epi16(_mm_maskz_loadu_epi8(m, p))));
+    return _mm512_cvtph_ps(fp8_to_f16_bits(_mm256_cvtepi8_epi16(_mm_maskz_loadu_epi8(m, p))));
   }
 };
 
@@ -494,7 +496,7 @@ void kv_fp8_to_f16(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint1
     for (int64_t i = 0; i < hd; i += 16) {
       const __mmask16 m = tail_mask(hd - i);
       _mm256_mask_storeu_epi16(out + j * hd + i, m,
-                               fp8_to_f16_bits(_mm256_cvtepu8_epi16(_mm_maskz_loadu_epi8(m, row + i))));
+                               fp8_to_f16_bits(_mm256_cvtepi8_epi16(_mm_maskz_loadu_epi8(m, row + i))));
     }
     std::memcpy(&scales[j], row + hd, sizeof(float));
     scales[j] *= 256.0f;

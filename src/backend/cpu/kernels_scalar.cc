@@ -169,7 +169,9 @@ void rope_scalar(float* x, int n_heads, int head_dim, int n_rot, int32_t pos, co
 }
 
 uint16_t fp8_e4m3_to_f16_scaled(uint8_t b) {
-  if ((b & 0x7f) == 0x7f) return static_cast<uint16_t>(((b & 0x80) << 8) | 0x7e00);  // NaN
+  // NaN: the number's bits below with the exponent's top bit set (the SIMD
+  // paths' mapping, fp8_to_f16_bits), a quiet f16 NaN.
+  if ((b & 0x7f) == 0x7f) return static_cast<uint16_t>(((b & 0x80) << 8) | 0x7f80);
   // Exponent and mantissa move up 7 bits: the f16 of value / 2^8 (bias 15
   // against 7), subnormals included.
   return static_cast<uint16_t>(((b & 0x80) << 8) | ((b & 0x7f) << 7));
