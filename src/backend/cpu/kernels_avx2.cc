@@ -451,20 +451,13 @@ void attn_qk_kt_heads(const float* qt, int64_t q_stride, const typename Rows::El
 // magnitude lands in the f16 exponent and mantissa (bits 13..7) and the
 // sign in bits 15 and 14, so clearing bit 14 gives the f16 of every number;
 // S.1111.111 (NaN) would give ±1.875 and gets the exponent's top bit set
-// instead, an f16 NaN. 16 lanes (kv_fp8_to_f16) and 8 (the FP8 key scores).
+// instead, an f16 NaN. Shared by kv_fp8_to_f16 and the FP8 key scores.
 __m256i fp8_to_f16_bits(__m256i s) {
   const __m256i t = _mm256_slli_epi16(s, 7);
   const __m256i mag = _mm256_set1_epi16(0x3f80);
   const __m256i nan = _mm256_cmpeq_epi16(_mm256_and_si256(t, mag), mag);
   return _mm256_or_si256(_mm256_and_si256(t, _mm256_set1_epi16(static_cast<int16_t>(0xbfff))),
                          _mm256_and_si256(nan, _mm256_set1_epi16(0x7e00)));
-}
-__m128i fp8_to_f16_bits(__m128i s) {
-  const __m128i t = _mm_slli_epi16(s, 7);
-  const __m128i mag = _mm_set1_epi16(0x3f80);
-  const __m128i nan = _mm_cmpeq_epi16(_mm_and_si128(t, mag), mag);
-  return _mm_or_si128(_mm_and_si128(t, _mm_set1_epi16(static_cast<int16_t>(0xbfff))),
-                      _mm_and_si128(nan, _mm_set1_epi16(0x7e00)));
 }
 
 // 8 key elements of an 8-bit cache widened to f32 (attn_qk_i8_kt /
@@ -482,7 +475,8 @@ struct KtFp8 {
   using Elem = uint8_t;
   static constexpr float kUnit = 256.0f;
   static __m256 load(const uint8_t* p) {
-    return _mm256_cvtph_ps(fp8_to_f16_bits(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))));
+    const __m256i b = _mm256_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(fp8_to_f16_bits(b)));  // the low 8 lanes
   }
 };
 
