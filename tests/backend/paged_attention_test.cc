@@ -264,7 +264,8 @@ TEST(KvBuffer, KeysLieTransposedWithinTheirBlock) {
           const float want = o == 5 ? k[static_cast<size_t>(h * spec.head_dim + d)] : 0.0f;
           float got;
           if (!eight) {
-            const uint16_t e = (*buf)->k_lanes(1, 1, h)[d * bs + o];
+            uint16_t e;
+            std::memcpy(&e, kb + (d * bs + o) * static_cast<int64_t>(sizeof(uint16_t)), sizeof(e));
             got = t == KvDtype::kF16 ? fp16_to_fp32(e) : bf16_to_fp32(e);
             ASSERT_EQ(got, want) << "head " << h << " dim " << d << " lane " << o;
             continue;

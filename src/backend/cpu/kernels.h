@@ -141,9 +141,9 @@ struct Kernels {
   // j * stride from `rows`,
   //   out[j * hd + i] = f16(value_ji / 256),  scales[j] = scale_j * 256
   // Exact: FP8 values / 256 are f16 numbers (core/fp8.h), so out * scales
-  // == value * scale (NaN gives an f16 NaN). Converted once per block, as
-  // widening FP8 in the P·V loop (about nine operations per vector, once
-  // per pass of four heads) measured slower (docs/quantization.md, round 17).
+  // == value * scale (NaN gives an f16 NaN). Converted once per block:
+  // widening FP8 inside the P·V loop, once per pass of four heads, measured
+  // no faster on AVX-512 (docs/quantization.md, round 17).
   //   out: [n, hd] f16;  scales: [n]
   void (*kv_fp8_to_f16)(const uint8_t* rows, int64_t stride, int n, int64_t hd, uint16_t* out, float* scales);
   // y[n] *= a.

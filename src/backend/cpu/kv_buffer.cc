@@ -108,17 +108,19 @@ void load_row(const KvCacheSpec& spec, const void* src, float* x) {
 namespace {
 
 // Byte offset, within a block's K, of head h's element d of the key in lane
-// o (kv_buffer.h), and of that key's scale (8-bit); `elem` bytes per element.
+// o (kv_buffer.h), and of that key's scale (8-bit); `elem` bytes per element,
+// `head` bytes per head in a row (kv_head_bytes).
 struct KeyLanes {
-  int64_t bs, hd, elem, chunk;  // chunk: one head's bytes in a block
-  int64_t value(int64_t h, int64_t d, int64_t o) const { return h * chunk + (d * bs + o) * elem; }
-  int64_t scale(int64_t h, int64_t o) const { return h * chunk + hd * bs + o * static_cast<int64_t>(sizeof(float)); }
+  int64_t bs, hd, elem, head;
+  int64_t value(int64_t h, int64_t d, int64_t o) const { return h * bs * head + (d * bs + o) * elem; }
+  int64_t scale(int64_t h, int64_t o) const {
+    return h * bs * head + hd * bs + o * static_cast<int64_t>(sizeof(float));
+  }
 };
 
 KeyLanes key_lanes(const KvCacheSpec& spec) {
-  const int64_t bs = spec.block_size, hd = spec.head_dim;
   const int64_t elem = spec.dtype == KvDtype::kInt8 || spec.dtype == KvDtype::kFp8 ? 1 : 2;  // not f32
-  return {bs, hd, elem, bs * static_cast<int64_t>(kv_head_bytes(spec.dtype, spec.head_dim))};
+  return {spec.block_size, spec.head_dim, elem, static_cast<int64_t>(kv_head_bytes(spec.dtype, spec.head_dim))};
 }
 
 }  // namespace
@@ -136,9 +138,8 @@ void KvBuffer::store(const Kernels& kernels, int layer, int64_t slot, const floa
   const KeyLanes kl = key_lanes(spec_);
   const int64_t o = slot % kl.bs;
   auto* block = static_cast<uint8_t*>(this->k(layer, slot / kl.bs * kl.bs));
-  const auto head_bytes = static_cast<int64_t>(kv_head_bytes(spec_.dtype, spec_.head_dim));
   for (int64_t h = 0; h < spec_.n_kv_heads; ++h) {
-    const uint8_t* src = row_.data() + h * head_bytes;
+    const uint8_t* src = row_.data() + h * kl.head;
     for (int64_t d = 0; d < kl.hd; ++d) {
       std::memcpy(block + kl.value(h, d, o), src + d * kl.elem, static_cast<size_t>(kl.elem));
     }
@@ -155,10 +156,9 @@ void KvBuffer::load(int layer, int64_t slot, float* k, float* v) const {
   const KeyLanes kl = key_lanes(spec_);
   const int64_t o = slot % kl.bs;
   const auto* block = static_cast<const uint8_t*>(this->k(layer, slot / kl.bs * kl.bs));
-  const auto head_bytes = static_cast<int64_t>(kv_head_bytes(spec_.dtype, spec_.head_dim));
   std::vector<uint8_t> row(static_cast<size_t>(row_bytes_));
   for (int64_t h = 0; h < spec_.n_kv_heads; ++h) {
-    uint8_t* dst = row.data() + h * head_bytes;
+    uint8_t* dst = row.data() + h * kl.head;
     for (int64_t d = 0; d < kl.hd; ++d) {
       std::memcpy(dst + d * kl.elem, block + kl.value(h, d, o), static_cast<size_t>(kl.elem));
     }

@@ -43,14 +43,11 @@ class KvBuffer final : public KvCache {
   const void* v(int layer, int64_t slot) const { return v_.data() + offset(layer, slot); }
   // With keys_in_lanes(): block `block`'s keys of KV head `head` in layer
   // `layer`: block_size * kv_head_bytes(dtype, head_dim) bytes, laid out as
-  // above. k_lanes: the same for a 16-bit cache, [head_dim, block_size].
+  // above.
   const uint8_t* k_block(int layer, int64_t block, int32_t head) const {
     return k_.data() + offset(layer, block * spec_.block_size) +
            static_cast<int64_t>(head) * spec_.block_size *
                static_cast<int64_t>(kv_head_bytes(spec_.dtype, spec_.head_dim));
-  }
-  const uint16_t* k_lanes(int layer, int64_t block, int32_t head) const {
-    return reinterpret_cast<const uint16_t*>(k_block(layer, block, head));
   }
 
   // Converts k[n_kv_heads * head_dim] and v[...] (f32) into slot `slot`.

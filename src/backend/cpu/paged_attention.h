@@ -1,7 +1,8 @@
 // Causal attention over a paged KV cache, computed tile by tile (64
-// positions, whole KV blocks, per tile) with an online softmax: a running maximum m and running sum l per
-// query row, rescaling the accumulator when m grows (FlashAttention, Dao et al.
-// 2022, arXiv:2205.14135; PagedAttention, arXiv:2309.06180). The full
+// positions, whole KV blocks, per tile) with an online softmax: a running
+// maximum m and running sum l per query row, rescaling the accumulator when
+// m grows (FlashAttention, Dao et al. 2022, arXiv:2205.14135;
+// PagedAttention, arXiv:2309.06180). The full
 // [n_query, n_context] score matrix is never materialised. A row longer than
 // 1024 cached positions is cut into runs of 1024 (whole KV blocks), each its
 // own work item for the thread pool, and the runs' (max, sum, output) merged
