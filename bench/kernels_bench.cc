@@ -82,7 +82,16 @@ struct Weights {
   // tile_bf16_dp): what a Transformer hands the tiled matmul; empty otherwise.
   std::vector<std::vector<uint8_t>> x16;
   WeightLayout layout = WeightLayout::kGguf;  // of the x16 copies
+  std::vector<std::vector<float>> i16_scales;  // kI16Panel: each copy's scales
 };
+
+// F16 as int16 panels where the table has tile_i16 (AVX2), as the engine's
+// default --f16-matmul auto does; TESSERA_BENCH_F16_EXACT=1 (this benchmark
+// only) keeps the exact F16 tile, to compare both in one build.
+bool bench_f16_as_i16() {
+  const char* exact = std::getenv("TESSERA_BENCH_F16_EXACT");
+  return exact == nullptr || std::string(exact) != "1";
+}
 
 // A (rows x cols) matrix of type t, cached per shape.
 const Weights& weights(DType t, int64_t rows = kRows, int64_t cols = kCols) {
@@ -115,6 +124,17 @@ const Weights& weights(DType t, int64_t rows = kRows, int64_t cols = kCols) {
                            rows, cols);
     for (size_t i = 0; i < n_copies; ++i) w.x16.push_back(packed);
     w.layout = WeightLayout::kBf16Panel;
+  } else if (g != nullptr && g->tile_i16 != nullptr && t == DType::kF16 && bench_f16_as_i16() &&
+             fits_i16_panels(rows, cols)) {
+    std::vector<uint8_t> packed(one.size());
+    std::vector<float> scales(static_cast<size_t>(rows * cols / 64));
+    repack_rows_f16_as_i16_panel(reinterpret_cast<const uint16_t*>(one.data()),
+                                 reinterpret_cast<int16_t*>(packed.data()), scales.data(), rows, cols);
+    for (size_t i = 0; i < n_copies; ++i) {
+      w.x16.push_back(packed);
+      w.i16_scales.push_back(scales);
+    }
+    w.layout = WeightLayout::kI16Panel;
   }
   return cache.emplace(key, std::move(w)).first->second;
 }
@@ -142,8 +162,9 @@ void run_matmul(benchmark::State& state, DType t, int64_t n_tokens, bool hot = f
   for (auto _ : state) {
     const bool x16 = tiled && !w.x16.empty();
     const auto& copies = x16 ? w.x16 : w.copies;
-    const MatrixView view{t, copies[hot ? 0 : i++ % copies.size()].data(), rows, cols,
-                          x16 ? w.layout : WeightLayout::kGguf};
+    const size_t c = hot ? 0 : i++ % copies.size();
+    MatrixView view{t, copies[c].data(), rows, cols, x16 ? w.layout : WeightLayout::kGguf};
+    if (x16 && w.layout == WeightLayout::kI16Panel) view.i16_scales = w.i16_scales[c].data();
     matmul(pool, table(tiled), view, x.data(), n_tokens, y.data(), scratch);
     benchmark::DoNotOptimize(y.data());
   }
@@ -153,6 +174,7 @@ void run_matmul(benchmark::State& state, DType t, int64_t n_tokens, bool hot = f
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * rows * cols * static_cast<double>(n_tokens) * iters / 1e9, benchmark::Counter::kIsRate);
   state.SetLabel(std::string(dtype_name(t)) + " " + isa_name(bench_kernels().isa) + (tiled ? " tiled" : " dot") +
+                 (tiled && w.layout == WeightLayout::kI16Panel ? " int16" : "") +
                  (half_row_widener(table(tiled), t, n_tokens) != nullptr ? " widened" : ""));
 }
 

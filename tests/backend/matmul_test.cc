@@ -51,10 +51,11 @@ Matrix make_matrix(DType t, int64_t rows, int64_t cols, uint32_t seed) {
 }
 
 // m's view as the engine hands it to k: prepare_matrix's x16 copy (owned by
-// `storage`) where k has tile kernels for its type, else m.view itself.
-MatrixView prepared(const Kernels& k, const Matrix& m, WeightStorage& storage) {
+// `storage`) where k has tile kernels for its type, else m.view itself;
+// with f16_inexact, F16 matrices as bf16 or int16 panels where k has them.
+MatrixView prepared(const Kernels& k, const Matrix& m, WeightStorage& storage, bool f16_inexact = false) {
   ThreadPool pool(2);
-  return prepare_matrix(k, m.view, pool, storage);
+  return prepare_matrix(k, m.view, pool, storage, f16_inexact);
 }
 
 TEST(Matmul, MatchesDoublePrecisionReference) {
@@ -149,39 +150,45 @@ std::vector<std::pair<Isa, bool>> isa_widen_settings() {
 TEST(Matmul, BatchAndThreadInvariant) {
   const int64_t cols = 1024, n_tokens = 17;
   for (DType t : kTypes) {
-    // BF16: 19 bf16 panels where the table has tile_bf16_dp (rows % 16 == 0).
-    const int64_t rows = t == DType::kBF16 ? 304 : 301;
-    const Matrix m = make_matrix(t, rows, cols, 7);
-    const std::vector<float> x = random_floats(n_tokens * cols, 8);  // [n_tokens, cols]
-    for (const auto& [isa, widen] : isa_widen_settings()) {
-      Kernels k = kernels_for(isa);
-      k.widen_half_rows = widen;  // F16 / BF16 through widened chunks, and not (same bits)
-      WeightStorage storage;
-      const MatrixView view = prepared(k, m, storage);
-      std::vector<float> single(static_cast<size_t>(n_tokens * rows));  // [n_tokens, rows]
-      {
-        ThreadPool pool(1);
-        std::vector<uint8_t> scratch;
-        for (int64_t tk = 0; tk < n_tokens; ++tk) {
-          matmul(pool, k, view, x.data() + tk * cols, 1, single.data() + tk * rows, scratch);
+    for (bool inexact : t == DType::kF16 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+      // BF16: 19 bf16 panels where the table has tile_bf16_dp (rows % 16 == 0);
+      // F16 with inexact: the same as bf16 panels, or 38 int16 panels (AVX2).
+      const int64_t rows = t == DType::kBF16 || inexact ? 304 : 301;
+      const Matrix m = make_matrix(t, rows, cols, 7);
+      const std::vector<float> x = random_floats(n_tokens * cols, 8);  // [n_tokens, cols]
+      for (const auto& [isa, widen] : isa_widen_settings()) {
+        Kernels k = kernels_for(isa);
+        k.widen_half_rows = widen;  // F16 / BF16 through widened chunks, and not (same bits)
+        WeightStorage storage;
+        const MatrixView view = prepared(k, m, storage, inexact);
+        if (inexact && k.gemm != nullptr && k.gemm->tile_bf16_dp == nullptr && k.gemm->tile_i16 != nullptr) {
+          ASSERT_EQ(view.layout, WeightLayout::kI16Panel);
         }
-      }
-      for (int threads : {1, 2, 3}) {
-        SCOPED_TRACE(std::string(dtype_name(t)) + " " + isa_label(isa) + (widen ? " widened" : "") +
-                     " threads=" + std::to_string(threads));
-        ThreadPool pool(threads);
-        std::vector<uint8_t> scratch;
-        // A few tokens take the decode streams (decode_streams in matmul.cc),
-        // more the L2-sized row chunks: both give the one-token bits.
-        for (int64_t n : {int64_t{2}, int64_t{3}, int64_t{5}, int64_t{8}, n_tokens}) {
-          SCOPED_TRACE("tokens=" + std::to_string(n));
-          std::vector<float> batched(static_cast<size_t>(n * rows));  // [n, rows]
-          matmul(pool, k, view, x.data(), n, batched.data(), scratch);
-          EXPECT_EQ(0, std::memcmp(batched.data(), single.data(), batched.size() * sizeof(float)));
+        std::vector<float> single(static_cast<size_t>(n_tokens * rows));  // [n_tokens, rows]
+        {
+          ThreadPool pool(1);
+          std::vector<uint8_t> scratch;
+          for (int64_t tk = 0; tk < n_tokens; ++tk) {
+            matmul(pool, k, view, x.data() + tk * cols, 1, single.data() + tk * rows, scratch);
+          }
         }
-        std::vector<float> one(static_cast<size_t>(rows));
-        matmul(pool, k, view, x.data() + 5 * cols, 1, one.data(), scratch);
-        EXPECT_EQ(0, std::memcmp(one.data(), single.data() + 5 * rows, one.size() * sizeof(float)));
+        for (int threads : {1, 2, 3}) {
+          SCOPED_TRACE(std::string(dtype_name(t)) + " " + isa_label(isa) + (widen ? " widened" : "") +
+                       (inexact ? " inexact" : "") + " threads=" + std::to_string(threads));
+          ThreadPool pool(threads);
+          std::vector<uint8_t> scratch;
+          // A few tokens take the decode streams (decode_streams in matmul.cc),
+          // more the L2-sized row chunks: both give the one-token bits.
+          for (int64_t n : {int64_t{2}, int64_t{3}, int64_t{5}, int64_t{8}, n_tokens}) {
+            SCOPED_TRACE("tokens=" + std::to_string(n));
+            std::vector<float> batched(static_cast<size_t>(n * rows));  // [n, rows]
+            matmul(pool, k, view, x.data(), n, batched.data(), scratch);
+            EXPECT_EQ(0, std::memcmp(batched.data(), single.data(), batched.size() * sizeof(float)));
+          }
+          std::vector<float> one(static_cast<size_t>(rows));
+          matmul(pool, k, view, x.data() + 5 * cols, 1, one.data(), scratch);
+          EXPECT_EQ(0, std::memcmp(one.data(), single.data() + 5 * rows, one.size() * sizeof(float)));
+        }
       }
     }
   }
@@ -192,17 +199,20 @@ TEST(Matmul, BatchAndThreadInvariant) {
 // and a mixed-dtype list (the per-matrix fallback).
 TEST(Matmul, MultiEqualsSeparateCalls) {
   const int64_t cols = 512;
-  for (DType t : {DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
-    // BF16 rows in whole panels, so that all three stack as bf16 panels.
-    const bool panels = t == DType::kBF16;
+  const std::pair<DType, bool> cases[] = {{DType::kF16, false},  {DType::kF16, true},   {DType::kBF16, false},
+                                          {DType::kQ8_0, false}, {DType::kQ4_0, false}, {DType::kQ4_K, false}};
+  for (const auto& [t, inexact] : cases) {
+    // BF16 rows in whole panels, so that all three stack as bf16 panels (F16
+    // with inexact: as bf16 or int16 panels).
+    const bool panels = t == DType::kBF16 || inexact;
     const Matrix a = make_matrix(t, panels ? 208 : 200, cols, 21), b = make_matrix(t, panels ? 48 : 37, cols, 22),
                  c = make_matrix(t, 64, cols, 23);
     const Matrix mixed = make_matrix(t == DType::kQ8_0 ? DType::kQ6_K : DType::kQ8_0, 48, cols, 24);
     for (Isa isa : supported_isas()) {
-      for (int64_t n_tokens : {1, 9}) {
+      for (int64_t n_tokens : {1, 3, 9}) {
         for (int threads : {1, 2, 3}) {
-          SCOPED_TRACE(std::string(dtype_name(t)) + " " + isa_label(isa) + " tokens=" + std::to_string(n_tokens) +
-                       " threads=" + std::to_string(threads));
+          SCOPED_TRACE(std::string(dtype_name(t)) + (inexact ? " inexact " : " ") + isa_label(isa) +
+                       " tokens=" + std::to_string(n_tokens) + " threads=" + std::to_string(threads));
           const Kernels& k = kernels_for(isa);
           ThreadPool pool(threads);
           std::vector<uint8_t> scratch;
@@ -210,7 +220,7 @@ TEST(Matmul, MultiEqualsSeparateCalls) {
           const Matrix* ms[] = {&a, &b, &c, &mixed};
           WeightStorage storage;
           std::vector<MatrixView> views;
-          for (const Matrix* m : ms) views.push_back(prepared(k, *m, storage));
+          for (const Matrix* m : ms) views.push_back(prepared(k, *m, storage, inexact));
           std::vector<std::vector<float>> expect, got;
           std::vector<MatmulTarget> targets;
           for (const MatrixView& v : views) {

@@ -58,6 +58,7 @@ class CpuBackend final : public Backend {
                     (options_.threads == 1 ? " thread" : " threads") +
                     (k_.gemm != nullptr ? ", tile kernels" : ", no tile kernels");
     if (f16_rounded_) s += ", f16 weights as bf16";
+    if (f16_int16_) s += ", f16 weights as int16";
     if (k_.decode_streams != kDefaultDecodeStreams) {
       s += ", " + std::to_string(k_.decode_streams) + (k_.decode_streams == 1 ? " decode stream" : " decode streams");
     }
@@ -91,8 +92,9 @@ class CpuBackend final : public Backend {
     WeightStorage storage;
     // Embedding rows are dequantized one at a time and keep the file layout.
     const MatrixView out =
-        use == MatrixUse::kEmbedding ? view : cpu::prepare_matrix(k_, view, pool_, storage, f16_as_bf16());
+        use == MatrixUse::kEmbedding ? view : cpu::prepare_matrix(k_, view, pool_, storage, f16_inexact());
     f16_rounded_ = f16_rounded_ || (w.dtype == DType::kF16 && out.dtype == DType::kBF16);
+    f16_int16_ = f16_int16_ || out.layout == cpu::WeightLayout::kI16Panel;
     return std::unique_ptr<DeviceMatrix>(new CpuMatrix(out, std::move(storage)));
   }
 
@@ -169,9 +171,11 @@ class CpuBackend final : public Backend {
   const Kernels& kernels() const { return k_; }
 
  private:
-  // Whether F16 matrices take the bf16 panels (BackendOptions::f16_matmul).
-  bool f16_as_bf16() const {
-    return options_.f16_matmul == F16Matmul::kAuto && k_.gemm != nullptr && k_.gemm->tile_bf16_dp != nullptr;
+  // Whether F16 matrices may take the table's inexact path, bf16 panels
+  // (AVX512-BF16) or int16 panels (AVX2): BackendOptions::f16_matmul.
+  bool f16_inexact() const {
+    return options_.f16_matmul == F16Matmul::kAuto && k_.gemm != nullptr &&
+           (k_.gemm->tile_bf16_dp != nullptr || k_.gemm->tile_i16 != nullptr);
   }
   static const MatrixView& view(const DeviceMatrix& m) { return static_cast<const CpuMatrix&>(m).view(); }
   static KvBuffer& buf(KvCache& kv) { return static_cast<KvBuffer&>(kv); }
@@ -183,6 +187,7 @@ class CpuBackend final : public Backend {
   const ForwardBatch* batch_ = nullptr;    // the staged step (read in place)
   std::vector<uint8_t> scratch_;           // quantized activations for matmul
   bool f16_rounded_ = false;               // an F16 matrix was prepared as bf16 panels
+  bool f16_int16_ = false;                 // an F16 matrix was prepared as int16 panels
   std::unique_ptr<BandwidthProbe> probe_;  // 1 GiB, made on the first measurement
 };
 

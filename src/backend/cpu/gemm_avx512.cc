@@ -641,6 +641,11 @@ const GemmKernels kGemmAvx512{
     .tile_bf16_dp_part = nullptr,
     .bf16_panels = 0,
     .bf16_tokens = 0,
+    .pack_i16 = nullptr,
+    .tile_i16 = nullptr,
+    .i16_panels = 0,
+    .i16_tokens = 0,
+    .i16_stream_panels = 0,
     .widen_f16 = nullptr,
     .widen_bf16 = nullptr,
 };

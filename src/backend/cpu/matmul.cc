@@ -8,6 +8,7 @@
 #include <span>
 #include <type_traits>
 
+#include "backend/cpu/gemm_i16_ref.h"
 #include "core/check.h"
 
 namespace tessera::cpu {
@@ -296,11 +297,59 @@ void panel_rows(const GemmKernels& g, const uint8_t* w, int64_t cols, int64_t ro
   }
 }
 
+// F16 rows [r_begin, r_end) (whole panels) of a matrix in the int16 panel
+// layout (weight_layout.h) through tile_i16, x packed by pack_i16; the
+// loops of panel_rows: a step of up to i16_tokens tokens reads the panels as
+// up to kMaxStreams streams (i16_stream_panels for one token, i16_panels
+// for more), larger steps take L2 chunks of panels.
+void i16_panel_rows(const GemmKernels& g, const MatrixView& w, const uint8_t* x, size_t x_row_bytes, int64_t n_tokens,
+                    float* y, int64_t r_begin, int64_t r_end, int n_streams) {
+  const int64_t cols = w.cols, rows = w.rows;
+  const auto panel_bytes = static_cast<int64_t>(kI16PanelRows * cols * sizeof(int16_t));
+  const int64_t panel_scales = cols / kI16GroupCols * kI16PanelRows;  // floats
+  const auto* wb = static_cast<const uint8_t*>(w.data);
+  auto panel = [&](int64_t p) { return reinterpret_cast<const int16_t*>(wb + p * panel_bytes); };
+  auto scales = [&](int64_t p) { return w.i16_scales + p * panel_scales; };
+  const auto xs = static_cast<int64_t>(x_row_bytes);
+  const int64_t p_begin = r_begin / kI16PanelRows, p_end = r_end / kI16PanelRows;
+  if (n_tokens <= g.i16_tokens && n_streams > 1) {
+    const int nt = static_cast<int>(n_tokens);
+    const int64_t n = p_end - p_begin;
+    const int max_panels = nt == 1 ? g.i16_stream_panels : g.i16_panels;
+    const auto streams = static_cast<int>(std::min<int64_t>({max_panels, n_streams, kMaxStreams, n}));
+    if (streams == 0) return;
+    const int64_t len = n / streams;
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t p = p_begin + j;
+      g.tile_i16(panel(p), len * panel_bytes, scales(p), len * panel_scales, streams, x, xs, nt, cols,
+                 y + p * kI16PanelRows, rows, len * kI16PanelRows);
+    }
+    for (int64_t p = p_begin + streams * len; p < p_end; ++p) {
+      g.tile_i16(panel(p), panel_bytes, scales(p), panel_scales, 1, x, xs, nt, cols, y + p * kI16PanelRows, rows,
+                 kI16PanelRows);
+    }
+    return;
+  }
+  const int64_t chunk = std::max<int64_t>(g.i16_panels, kTileBytes / panel_bytes / g.i16_panels * g.i16_panels);
+  for (int64_t c0 = p_begin; c0 < p_end; c0 += chunk) {
+    const int64_t c1 = std::min(p_end, c0 + chunk);
+    for (int64_t t = 0; t < n_tokens; t += g.i16_tokens) {
+      const int nt = static_cast<int>(std::min<int64_t>(g.i16_tokens, n_tokens - t));
+      const uint8_t* xt = x + static_cast<size_t>(t) * x_row_bytes;
+      for (int64_t p = c0; p < c1; p += g.i16_panels) {
+        const int np = static_cast<int>(std::min<int64_t>(g.i16_panels, c1 - p));
+        g.tile_i16(panel(p), panel_bytes, scales(p), panel_scales, np, xt, xs, nt, cols,
+                   y + t * rows + p * kI16PanelRows, rows, kI16PanelRows);
+      }
+    }
+  }
+}
+
 // Float and Q6_K weights in any layout where the set has their tile (Q6_K's
 // reads GGUF rows); Q8_0 / Q4_0 / Q4_K once prepare_matrix has put them in
 // the x16 layout (a kernel table without tile kernels reads GGUF rows).
 bool has_tile_kernel(const GemmKernels& g, const MatrixView& w) {
-  if (w.layout == WeightLayout::kX16 || w.layout == WeightLayout::kBf16Panel) return true;
+  if (w.layout != WeightLayout::kGguf) return true;  // x16, bf16 or int16 panels
   return (w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16 || w.dtype == DType::kQ6_K) &&
          has_tile(g, w.dtype);
 }
@@ -367,7 +416,18 @@ struct Activations {
 };
 
 Activations prepare_activations(ThreadPool& pool, const Kernels& k, DType w_dtype, bool tiled, bool bf16_activations,
-                                const float* x, int64_t n_tokens, int64_t cols, std::vector<uint8_t>& scratch) {
+                                bool i16_activations, const float* x, int64_t n_tokens, int64_t cols,
+                                std::vector<uint8_t>& scratch) {
+  if (i16_activations) {
+    // Rows quantized to int16 groups (gemm.h pack_i16), 64-byte aligned,
+    // plus one cache line (see the bf16 rows below).
+    const size_t row_bytes = static_cast<size_t>(packed_i16_row_bytes(cols) + 63) / 64 * 64 + 64;
+    uint8_t* q = aligned_scratch(scratch, row_bytes * static_cast<size_t>(n_tokens));  // [n_tokens, row_bytes]
+    for_tokens(pool, n_tokens, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) k.gemm->pack_i16(x + t * cols, q + static_cast<size_t>(t) * row_bytes, cols);
+    });
+    return {q, row_bytes};
+  }
   if (bf16_activations) {
     // Rows rounded to bf16 for vdpbf16ps (gemm.h pack_bf16).
     const int64_t elems = packed_bf16_row_elems(cols);
@@ -420,6 +480,10 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
   const int64_t rows = w.rows;
   if (tiled) {
     const GemmKernels& g = *k.gemm;
+    if (w.layout == WeightLayout::kI16Panel) {
+      i16_panel_rows(g, w, x.data, x.row_bytes, n_tokens, y, r0, r1, k.decode_streams);
+      return;
+    }
     switch (w.dtype) {
       case DType::kQ8_0:
         tiled_rows<uint8_t, PackedQ8x16Group>(g.tile_q8_0, n_tokens == 1 ? g.quant_rows : g.q8_0_rows, g.q8_0_tokens,
@@ -556,9 +620,11 @@ void matmul_multi(ThreadPool& pool, const Kernels& k, std::span<const MatmulTarg
   // x16 rows and bf16 panels need the tile kernels.
   TESSERA_CHECK(w0.layout == WeightLayout::kGguf || k.gemm != nullptr);
   TESSERA_CHECK(w0.layout != WeightLayout::kBf16Panel || k.gemm->tile_bf16_dp != nullptr);
+  TESSERA_CHECK(w0.layout != WeightLayout::kI16Panel || k.gemm->tile_i16 != nullptr);
   const bool tiled = k.gemm != nullptr && has_tile_kernel(*k.gemm, w0);
   const bool bf16x = uses_bf16_activations(tiled, w0);
-  const Activations act = prepare_activations(pool, k, w0.dtype, tiled, bf16x, x, n_tokens, w0.cols, scratch);
+  const bool i16x = tiled && w0.layout == WeightLayout::kI16Panel;
+  const Activations act = prepare_activations(pool, k, w0.dtype, tiled, bf16x, i16x, x, n_tokens, w0.cols, scratch);
   int64_t total = 0;
   for (const MatmulTarget& t : targets) total += std::max<int64_t>(0, t.w.rows);
   // One parallel region over the rows of all matrices, as if stacked.

@@ -40,6 +40,9 @@ struct MatrixView {
   // bf16-activation tile (gemm.h tile_bf16_dp), so prepare_matrix leaves
   // the rows in the GGUF layout; set for the output head (MatrixUse::kLogits).
   bool f32_activations = false;
+  // kI16Panel: the group scales, f32 [rows / 8][cols / 64][8]
+  // (weight_layout.h); not owned (prepare_matrix's storage holds them).
+  const float* i16_scales = nullptr;
 };
 
 // y[n_tokens, rows] = x[n_tokens, cols] · Wᵀ, f32 in/out. Multi-threaded over
@@ -51,7 +54,11 @@ struct MatrixView {
 // `scratch` (grown as needed, never shrunk, so a caller can reuse one buffer
 // across calls). BF16 weights in the bf16 panel layout (prepare_matrix makes
 // it on tables with tile_bf16_dp, AVX512-BF16) take x rounded to bf16 the
-// same way (pack_bf16); BF16 rows in the GGUF layout take f32 x.
+// same way (pack_bf16); BF16 rows in the GGUF layout take f32 x. F16
+// weights in the int16 panel layout (prepare_matrix makes it on AVX2 tables
+// with tile_i16) take x quantized per 64-element group to int16 (pack_i16).
+// A matrix in int16 panels gives the same bits as dot_i16_ref (gemm_i16_ref.h)
+// per element, whatever the batch.
 // Q8_K is an activation format and not accepted as weights;
 // x16 weights and bf16 panels need k.gemm (a programming error otherwise, checked).
 void matmul(ThreadPool& pool, const Kernels& k, const MatrixView& w, const float* x, int64_t n_tokens, float* y,

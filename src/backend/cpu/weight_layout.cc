@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/cpu/gemm_i16_ref.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/matmul.h"
 #include "core/check.h"
@@ -144,6 +145,28 @@ void repack_rows_f16_as_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t r
   convert_rows_bf16_panel(src, dst, rows, cols, true, [](uint16_t h) { return fp32_to_bf16(fp16_to_fp32(h)); });
 }
 
+void repack_rows_f16_as_i16_panel(const uint16_t* src, int16_t* dst, float* scales, int64_t rows, int64_t cols) {
+  TESSERA_CHECK(fits_i16_panels(rows, cols));
+  const int64_t groups = cols / kI16GroupCols;
+  float v[kI16GroupCols];
+  int16_t q[kI16GroupCols];
+  for (int64_t p0 = 0; p0 < rows; p0 += kI16PanelRows) {
+    int16_t* out = dst + p0 * cols;                                   // the panel: [cols / 2][8][2]
+    float* d = scales + p0 / kI16PanelRows * groups * kI16PanelRows;  // [groups][8]
+    for (int64_t j = 0; j < kI16PanelRows; ++j) {
+      const uint16_t* in = src + (p0 + j) * cols;
+      for (int64_t g = 0; g < groups; ++g) {
+        for (int i = 0; i < kI16GroupCols; ++i) v[i] = fp16_to_fp32(in[g * kI16GroupCols + i]);
+        d[g * kI16PanelRows + j] = quantize_i16_group(v, q, kI16WeightMax);
+        for (int64_t i = 0; i < kI16GroupCols; ++i) {
+          const int64_t c = g * kI16GroupCols + i;
+          out[c / 2 * (2 * kI16PanelRows) + 2 * j + c % 2] = q[i];
+        }
+      }
+    }
+  }
+}
+
 bool has_x16_layout(DType t) {
   return t == DType::kQ4_0 || t == DType::kQ8_0 || t == DType::kQ4_K;
 }
@@ -157,45 +180,62 @@ void unpack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, in
 }
 
 MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& pool, WeightStorage& storage,
-                          bool f16_as_bf16) {
+                          bool f16_inexact) {
   if (w.layout != WeightLayout::kGguf || w.rows <= 0) return w;
   const size_t row_bytes = dtype_row_bytes(w.dtype, w.cols);
   const size_t bytes = row_bytes * static_cast<size_t>(w.rows);
   const auto* src = static_cast<const uint8_t*>(w.data);
   const bool x16 = k.gemm != nullptr && has_x16_layout(w.dtype) && has_tile(*k.gemm, w.dtype);
-  const bool from_f16 = f16_as_bf16 && w.dtype == DType::kF16;  // values rounded to bf16
+  const bool from_f16 = f16_inexact && w.dtype == DType::kF16;  // values rounded to bf16 or int16
   const bool panels = k.gemm != nullptr && k.gemm->tile_bf16_dp != nullptr && (w.dtype == DType::kBF16 || from_f16) &&
                       !w.f32_activations && fits_bf16_panels(w.rows, w.cols);
+  const bool i16 = !panels && from_f16 && k.gemm != nullptr && k.gemm->tile_i16 != nullptr && !w.f32_activations &&
+                   fits_i16_panels(w.rows, w.cols);
   const bool is_float = w.dtype == DType::kF16 || w.dtype == DType::kBF16 || w.dtype == DType::kF32;
-  if (!x16 && !panels && !(is_float && MappedFile::contains(src, bytes))) return w;
-  const WeightCopy& copy = storage.emplace_back(bytes);
-  // Whole panels per thread (the last panel may hold fewer rows).
-  const int64_t units = panels ? (w.rows + kBf16PanelRows - 1) / kBf16PanelRows : w.rows;
+  if (!x16 && !panels && !i16 && !(is_float && MappedFile::contains(src, bytes))) return w;
+  uint8_t* const copy =
+      storage.emplace_back(bytes).data();  // (a later emplace_back moves the WeightCopy, not its bytes)
+  const int64_t groups = w.cols / kI16GroupCols;
+  float* i16_scales = nullptr;  // [rows / 8][groups][8]
+  if (i16) {
+    i16_scales =
+        reinterpret_cast<float*>(storage.emplace_back(static_cast<size_t>(w.rows * groups) * sizeof(float)).data());
+  }
+  // Whole panels per thread (the last bf16 panel may hold fewer rows).
+  const int64_t panel_rows = panels ? kBf16PanelRows : i16 ? kI16PanelRows : 1;
+  const int64_t units = (w.rows + panel_rows - 1) / panel_rows;
   pool.parallel_for(units, [&](int64_t u0, int64_t u1) {
-    const int64_t r0 = panels ? u0 * kBf16PanelRows : u0;
-    const int64_t r1 = panels ? std::min(w.rows, u1 * kBf16PanelRows) : u1;
+    const int64_t r0 = u0 * panel_rows;
+    const int64_t r1 = std::min(w.rows, u1 * panel_rows);
     const size_t off = static_cast<size_t>(r0) * row_bytes;
     if (x16) {
-      repack_rows_x16(w.dtype, src + off, copy.data() + off, r1 - r0, w.cols);
+      repack_rows_x16(w.dtype, src + off, copy + off, r1 - r0, w.cols);
+    } else if (i16) {
+      repack_rows_f16_as_i16_panel(reinterpret_cast<const uint16_t*>(src + off), reinterpret_cast<int16_t*>(copy + off),
+                                   i16_scales + r0 * groups, r1 - r0, w.cols);
     } else if (panels) {
       const auto* in = reinterpret_cast<const uint16_t*>(src + off);
-      auto* out = reinterpret_cast<uint16_t*>(copy.data() + off);
+      auto* out = reinterpret_cast<uint16_t*>(copy + off);
       if (from_f16) {
         repack_rows_f16_as_bf16_panel(in, out, r1 - r0, w.cols);
       } else {
         repack_rows_bf16_panel(in, out, r1 - r0, w.cols);
       }
     } else {
-      std::memcpy(copy.data() + off, src + off, static_cast<size_t>(r1 - r0) * row_bytes);
+      std::memcpy(copy + off, src + off, static_cast<size_t>(r1 - r0) * row_bytes);
     }
   });
   // The GGUF bytes are not read again through this view: a mapped model
   // file need not stay resident next to the copy.
   MappedFile::release_pages(src, bytes);
   MatrixView out = w;
-  out.data = copy.data();
-  out.layout = x16 ? WeightLayout::kX16 : panels ? WeightLayout::kBf16Panel : WeightLayout::kGguf;
+  out.data = copy;
+  out.layout = x16      ? WeightLayout::kX16
+               : panels ? WeightLayout::kBf16Panel
+               : i16    ? WeightLayout::kI16Panel
+                        : WeightLayout::kGguf;
   if (panels) out.dtype = DType::kBF16;  // an F16 matrix's values are bf16 now (same bytes per element)
+  out.i16_scales = i16_scales;
   return out;
 }
 

@@ -48,6 +48,19 @@
 //   the same way with h in place of 16 (pair k of its rows at k * 2h). Only
 //   for matrices with an even number of columns; a panel is its rows' bytes,
 //   so ranges of whole panels are still row ranges.
+//
+//   int16 panels (F16 weights on AVX2 tables with tile_i16, gemm.h, under
+//   BackendOptions::f16_matmul auto): each row's values quantized per group
+//   of 64 columns to int16 quants |q| <= 2047 and one f32 scale
+//   (gemm_i16_ref.h quantize_i16_group); the quants in panels of
+//   kI16PanelRows = 8 consecutive rows, column pairs pair-major: quant
+//   (row j, column c) of a panel is at int16 index (c / 2) * 16 + 2 * j +
+//   c % 2. One 32-byte load is then column pair k of 8 rows, the operand
+//   vpmaddwd multiplies with a broadcast activation pair (the bf16 panels'
+//   scheme with 8 rows). The scales lie apart, f32 [rows / 8][cols / 64][8]:
+//   group g of a panel's 8 rows is one 32-byte load. A panel is its rows'
+//   bytes (2 per element, as F16), so ranges of whole panels are still row
+//   ranges; only for rows % 8 == 0 and cols % 64 == 0.
 #pragma once
 
 #include <cstdint>
@@ -69,6 +82,7 @@ enum class WeightLayout : uint8_t {
   kGguf,       // as stored in GGUF files
   kX16,        // the interleaved groups above (Q4_0, Q8_0, Q4_K only)
   kBf16Panel,  // the bf16 panels above (BF16 only)
+  kI16Panel,   // the int16 panels above (from F16; MatrixView::i16_scales)
 };
 
 // Rows per bf16 panel.
@@ -89,6 +103,21 @@ void unpack_rows_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, in
 // Inf and NaN, every finite f16 is a finite bf16 since bf16 has f32's
 // exponent range). src holds rows * cols f16, dst rows * cols bf16.
 void repack_rows_f16_as_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t cols);
+
+// Rows per int16 panel.
+inline constexpr int kI16PanelRows = 8;
+
+// Whether an F16 matrix of rows × cols can take the int16 panel layout.
+inline bool fits_i16_panels(int64_t rows, int64_t cols) {
+  return rows > 0 && cols > 0 && rows % kI16PanelRows == 0 && cols % 64 == 0;
+}
+
+// Quantizes `rows` F16 rows of `cols` elements (GGUF layout, row-major;
+// rows a multiple of kI16PanelRows, so whole panels) into int16 panels:
+// dst[rows * cols] quants, scales[rows / 8 * cols / 64 * 8] f32, each group
+// by quantize_i16_group(·, ·, kI16WeightMax) of its exact f32 values.
+// Requires fits_i16_panels(rows, cols).
+void repack_rows_f16_as_i16_panel(const uint16_t* src, int16_t* dst, float* scales, int64_t rows, int64_t cols);
 
 // Blocks per interleaved group (Q4_0, Q8_0) and super-blocks per group (Q4_K).
 inline constexpr int kX16Blocks = 16;
@@ -119,9 +148,13 @@ using WeightStorage = std::vector<WeightCopy>;
 //   layout, rows repacked in parallel on `pool`;
 // - a BF16 matrix whose products take bf16 activations (k has
 //   tile_bf16_dp, w is not f32_activations) and that fits_bf16_panels: a
-//   copy in the bf16 panel layout; with f16_as_bf16, an F16 matrix on the
+//   copy in the bf16 panel layout; with f16_inexact, an F16 matrix on the
 //   same terms too, its values rounded to bf16 (repack_rows_f16_as_bf16_panel;
-//   the returned view is then BF16: BackendOptions::f16_matmul);
+//   the returned view is then BF16: BackendOptions::f16_matmul); with
+//   f16_inexact on a table without tile_bf16_dp but with tile_i16 (AVX2),
+//   an F16 matrix that fits_i16_panels and is not f32_activations: a copy
+//   in the int16 panel layout and a second copy with its scales (the view
+//   stays F16, layout kI16Panel, i16_scales set);
 // - an F16 / BF16 / F32 matrix that lies in a mapped model file, a plain
 //   copy in anonymous memory: the file's page-cache pages are 4 KiB, and
 //   decode streaming an F16 1.1B model from them ran at 0.6-0.8x the speed
@@ -131,6 +164,6 @@ using WeightStorage = std::vector<WeightCopy>;
 // transparent huge pages are in "madvise" mode) and the mapped file's pages
 // are released.
 MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& pool, WeightStorage& storage,
-                          bool f16_as_bf16 = false);
+                          bool f16_inexact = false);
 
 }  // namespace tessera::cpu

@@ -1,0 +1,268 @@
+// F16 weights as int16 panels (weight_layout.h; gemm.h pack_i16 / tile_i16,
+// the AVX2 tables): the group quantization on hand-worked cases, the packing
+// and the tile against their scalar references (gemm_i16_ref.h) bit for bit
+// in every tile shape and the decode form, the tile against the f32 product
+// within the stated quantization bound, and the AVX-VNNI table against the
+// AVX2 one. Skips where no table has tile_i16 (scalar-only CPUs).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/gemm_i16_ref.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/weight_layout.h"
+#include "core/dtype.h"
+#include "test_util.h"
+
+namespace tessera::cpu {
+namespace {
+
+using testing::isa_label;
+using testing::random_floats;
+
+std::vector<Isa> i16_isas() {
+  std::vector<Isa> out;
+  for (Isa isa : supported_isas()) {
+    const GemmKernels* g = kernels_for(isa).gemm;
+    if (g != nullptr && g->tile_i16 != nullptr) out.push_back(isa);
+  }
+  return out;
+}
+
+TEST(GemmI16, QuantizeGroupHandWorkedCases) {
+  float v[kI16GroupCols] = {};
+  int16_t q[kI16GroupCols];
+  // max |v| = 2047: the scale is 1 and integers stay exact; halves round to even.
+  v[0] = -2047.0f;
+  v[1] = 2.5f;
+  v[2] = 3.5f;
+  v[3] = -0.5f;
+  v[4] = 1000.0f;
+  EXPECT_EQ(quantize_i16_group(v, q, kI16WeightMax), 1.0f);
+  EXPECT_EQ(q[0], -2047);
+  EXPECT_EQ(q[1], 2);
+  EXPECT_EQ(q[2], 4);
+  EXPECT_EQ(q[3], 0);
+  EXPECT_EQ(q[4], 1000);
+  EXPECT_EQ(q[5], 0);
+  // max 1.0 against qmax 16383: d = 1/16383, 0.25 * 16383 = 4095.75 -> 4096.
+  std::fill(std::begin(v), std::end(v), 0.0f);
+  v[7] = 1.0f;
+  v[8] = 0.25f;
+  v[9] = -1.0f;
+  EXPECT_EQ(quantize_i16_group(v, q, kI16ActMax), 1.0f / 16383.0f);
+  EXPECT_EQ(q[7], 16383);
+  EXPECT_EQ(q[8], 4096);
+  EXPECT_EQ(q[9], -16383);
+  // All zero, and so small that qmax / m overflows: scale 0, quants 0.
+  std::fill(std::begin(v), std::end(v), 0.0f);
+  EXPECT_EQ(quantize_i16_group(v, q, kI16ActMax), 0.0f);
+  v[3] = 1e-38f;
+  v[4] = -1e-40f;
+  EXPECT_EQ(quantize_i16_group(v, q, kI16ActMax), 0.0f);
+  for (int16_t e : q) ASSERT_EQ(e, 0);
+  // Inf or NaN anywhere: scale NaN, quants 0.
+  for (float bad : {std::numeric_limits<float>::infinity(), std::nanf("")}) {
+    std::fill(std::begin(v), std::end(v), 1.0f);
+    v[63] = bad;
+    EXPECT_TRUE(std::isnan(quantize_i16_group(v, q, kI16WeightMax)));
+    for (int16_t e : q) ASSERT_EQ(e, 0);
+  }
+}
+
+TEST(GemmI16, PackMatchesReference) {
+  const std::vector<Isa> isas = i16_isas();
+  if (isas.empty()) GTEST_SKIP() << "no table with tile_i16 on this CPU";
+  for (Isa isa : isas) {
+    SCOPED_TRACE(isa_label(isa));
+    const GemmKernels& g = *kernels_for(isa).gemm;
+    for (int64_t n : {64, 128, 640, 2048}) {
+      std::vector<float> x = random_floats(n, static_cast<uint32_t>(n), 3.0f);
+      // Group 1: a zero group; group 2 (if any): a NaN; group 3: ties at
+      // the scale (max 16383 makes inv 1); group 4: a tiny group.
+      if (n >= 128) std::fill(x.begin() + 64, x.begin() + 128, 0.0f);
+      if (n >= 192) x[150] = std::nanf("");
+      if (n >= 256) {
+        for (int i = 0; i < 64; ++i) x[static_cast<size_t>(192 + i)] = static_cast<float>(i) + 0.5f;
+        x[192] = 16383.0f;
+      }
+      if (n >= 320) x[300] = -1e-39f;
+      const auto bytes = static_cast<size_t>(packed_i16_row_bytes(n));
+      std::vector<uint8_t> got(bytes, 0xab), want(bytes, 0xcd);
+      g.pack_i16(x.data(), got.data(), n);
+      pack_i16_ref(x.data(), want.data(), n);
+      ASSERT_EQ(0, std::memcmp(got.data(), want.data(), bytes)) << "n=" << n;
+    }
+  }
+}
+
+TEST(GemmI16, PanelRepackPlacesQuantsAndScales) {
+  const int64_t rows = 16, cols = 192;
+  std::vector<uint16_t> w(static_cast<size_t>(rows * cols));
+  const std::vector<float> wf = random_floats(rows * cols, 5, 0.5f);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = fp32_to_fp16(wf[i]);
+  std::vector<int16_t> q(w.size());
+  std::vector<float> d(static_cast<size_t>(rows * cols / kI16GroupCols));
+  repack_rows_f16_as_i16_panel(w.data(), q.data(), d.data(), rows, cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t g = 0; g < cols / kI16GroupCols; ++g) {
+      float v[kI16GroupCols];
+      int16_t want[kI16GroupCols];
+      for (int i = 0; i < kI16GroupCols; ++i) v[i] = fp16_to_fp32(w[static_cast<size_t>(r * cols + g * 64 + i)]);
+      const float want_d = quantize_i16_group(v, want, kI16WeightMax);
+      // Row r is row r % 8 of panel r / 8; scales [panel][group][8].
+      ASSERT_EQ(d[static_cast<size_t>((r / 8 * (cols / 64) + g) * 8 + r % 8)], want_d) << r << " " << g;
+      for (int i = 0; i < kI16GroupCols; ++i) {
+        const int64_t c = g * 64 + i;
+        ASSERT_EQ(q[static_cast<size_t>(r / 8 * 8 * cols + c / 2 * 16 + 2 * (r % 8) + c % 2)], want[i]);
+      }
+    }
+  }
+  EXPECT_FALSE(fits_i16_panels(12, 128));
+  EXPECT_FALSE(fits_i16_panels(16, 96));
+  EXPECT_TRUE(fits_i16_panels(16, 128));
+}
+
+// rows × n F16 weights as panels, tokens × n activations packed, and the
+// reference result of every element.
+struct Problem {
+  int64_t rows, tokens, n;
+  std::vector<uint16_t> w;       // [rows, n] f16
+  std::vector<float> x;          // [tokens, n]
+  std::vector<int16_t> wq;       // panels
+  std::vector<float> wd;         // [rows / 8][n / 64][8]
+  std::vector<int16_t> wq_rows;  // [rows, n], row-major (for dot_i16_ref)
+  std::vector<float> wd_rows;    // [rows, n / 64]
+};
+
+Problem make_problem(int64_t rows, int64_t tokens, int64_t n, uint32_t seed) {
+  Problem p{rows, tokens, n, {}, {}, {}, {}, {}, {}};
+  const std::vector<float> wf = random_floats(rows * n, seed, 0.2f);
+  p.w.resize(wf.size());
+  for (size_t i = 0; i < wf.size(); ++i) p.w[i] = fp32_to_fp16(wf[i]);
+  p.x = random_floats(tokens * n, seed + 1, 2.0f);
+  p.wq.resize(p.w.size());
+  p.wd.resize(static_cast<size_t>(rows * n / kI16GroupCols));
+  repack_rows_f16_as_i16_panel(p.w.data(), p.wq.data(), p.wd.data(), rows, n);
+  p.wq_rows.resize(p.w.size());
+  p.wd_rows.resize(p.wd.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t g = 0; g < n / kI16GroupCols; ++g) {
+      float v[kI16GroupCols];
+      for (int i = 0; i < kI16GroupCols; ++i) v[i] = fp16_to_fp32(p.w[static_cast<size_t>(r * n + g * 64 + i)]);
+      p.wd_rows[static_cast<size_t>(r * (n / 64) + g)] =
+          quantize_i16_group(v, p.wq_rows.data() + r * n + g * 64, kI16WeightMax);
+    }
+  }
+  return p;
+}
+
+TEST(GemmI16, TileMatchesReferenceBitsInEveryShapeAndTheF32ProductWithinTheBound) {
+  const std::vector<Isa> isas = i16_isas();
+  if (isas.empty()) GTEST_SKIP() << "no table with tile_i16 on this CPU";
+  for (Isa isa : isas) {
+    SCOPED_TRACE(isa_label(isa));
+    const GemmKernels& g = *kernels_for(isa).gemm;
+    const int64_t panels = 2 * g.i16_stream_panels + 1, rows = panels * kI16PanelRows;
+    const int64_t tokens = 2 * g.i16_tokens + 1;
+    for (int64_t n : {64, 192, 2048}) {
+      SCOPED_TRACE("n=" + std::to_string(n));
+      const Problem p = make_problem(rows, tokens, n, static_cast<uint32_t>(n) + 3);
+      const auto xs = (packed_i16_row_bytes(n) + 63) / 64 * 64;
+      std::vector<uint8_t> xp(static_cast<size_t>(tokens * xs));
+      for (int64_t t = 0; t < tokens; ++t) g.pack_i16(p.x.data() + t * n, xp.data() + t * xs, n);
+      std::vector<float> want(static_cast<size_t>(tokens * rows));  // [tokens, rows]
+      for (int64_t t = 0; t < tokens; ++t) {
+        const auto* xq = reinterpret_cast<const int16_t*>(xp.data() + t * xs);
+        const auto* xd = reinterpret_cast<const float*>(xp.data() + t * xs + 2 * n);
+        for (int64_t r = 0; r < rows; ++r) {
+          const float y = dot_i16_ref(p.wq_rows.data() + r * n, p.wd_rows.data() + r * (n / 64), xp.data() + t * xs, n);
+          want[static_cast<size_t>(t * rows + r)] = y;
+          // Against the f32 product of the f16 weights: each weight is off by
+          // at most d_w / 2, each activation by d_x / 2 (round to nearest),
+          // plus the float rounding of the group steps.
+          double dot = 0, bound = 0, mag = 0;
+          for (int64_t i = 0; i < n; ++i) {
+            const double wv = fp16_to_fp32(p.w[static_cast<size_t>(r * n + i)]);
+            const double xv = p.x[static_cast<size_t>(t * n + i)];
+            const double dw = p.wd_rows[static_cast<size_t>(r * (n / 64) + i / 64)], dx = xd[i / 64];
+            dot += wv * xv;
+            mag += std::fabs(static_cast<double>(p.wq_rows[static_cast<size_t>(r * n + i)]) * xq[i]) * dw * dx;
+            bound += std::fabs(wv) * dx / 2 + std::fabs(xv) * dw / 2 + dw * dx / 4;
+          }
+          ASSERT_NEAR(y, dot, bound + 0x1p-22 * mag) << "r=" << r << " t=" << t;
+        }
+      }
+      const auto ps = static_cast<int64_t>(kI16PanelRows * n * sizeof(int16_t));
+      const int64_t pscales = n / kI16GroupCols * kI16PanelRows;
+      auto run = [&](int tp, int tt) {
+        std::vector<float> y(want.size(), std::nanf(""));
+        for (int64_t t0 = 0; t0 < tokens; t0 += tt) {
+          for (int64_t p0 = 0; p0 < panels; p0 += tp) {
+            const int np = static_cast<int>(std::min<int64_t>(tp, panels - p0));
+            const int nt = static_cast<int>(std::min<int64_t>(tt, tokens - t0));
+            g.tile_i16(p.wq.data() + p0 * kI16PanelRows * n, ps, p.wd.data() + p0 * pscales, pscales, np,
+                       xp.data() + t0 * xs, xs, nt, n, y.data() + t0 * rows + p0 * kI16PanelRows, rows, kI16PanelRows);
+          }
+        }
+        return y;
+      };
+      for (int tp = 1; tp <= g.i16_panels; ++tp) {
+        for (int tt = 1; tt <= g.i16_tokens; ++tt) {
+          const std::vector<float> y = run(tp, tt);
+          ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * sizeof(float))) << "tile " << tp << "x" << tt;
+        }
+      }
+      for (int tp = 1; tp <= g.i16_stream_panels; ++tp) {
+        const std::vector<float> y = run(tp, 1);
+        ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * sizeof(float))) << "tile " << tp << "x1";
+      }
+      // Decode form (matmul's panel streams): panels `len` apart, one token.
+      const int sp = g.i16_stream_panels;
+      const int64_t len = panels / sp;
+      std::vector<float> y(static_cast<size_t>(rows), std::nanf(""));
+      for (int64_t j = 0; j < len; ++j) {
+        g.tile_i16(p.wq.data() + j * kI16PanelRows * n, len * ps, p.wd.data() + j * pscales, len * pscales, sp,
+                   xp.data(), xs, 1, n, y.data() + j * kI16PanelRows, rows, len * kI16PanelRows);
+      }
+      for (int64_t r = 0; r < sp * len * kI16PanelRows; ++r) {
+        ASSERT_EQ(0, std::memcmp(&y[static_cast<size_t>(r)], &want[static_cast<size_t>(r)], sizeof(float))) << r;
+      }
+    }
+  }
+}
+
+TEST(GemmI16, AvxVnniTileGivesTheAvx2Bits) {
+  bool vnni = false;
+  for (Isa isa : supported_isas()) vnni = vnni || isa == Isa::kAvxVnni;
+  if (!vnni) GTEST_SKIP() << "no AVX-VNNI on this CPU";
+  const GemmKernels& a = *kernels_for(Isa::kAvx2).gemm;
+  const GemmKernels& b = *kernels_for(Isa::kAvxVnni).gemm;
+  const int64_t n = 1024, rows = 32, tokens = 4;
+  const Problem p = make_problem(rows, tokens, n, 77);
+  const auto xs = packed_i16_row_bytes(n);
+  std::vector<uint8_t> xp(static_cast<size_t>(tokens * xs));
+  for (int64_t t = 0; t < tokens; ++t) a.pack_i16(p.x.data() + t * n, xp.data() + t * xs, n);
+  // Activations at the quant range's ends: the exact-sum bound's worst case.
+  for (int64_t i = 0; i < tokens * xs / 2; ++i) {
+    if ((i % (xs / 2)) < n) reinterpret_cast<int16_t*>(xp.data())[i] = (i & 1) != 0 ? kI16ActMax : -kI16ActMax;
+  }
+  const auto ps = static_cast<int64_t>(kI16PanelRows * n * 2);
+  const int64_t pscales = n / kI16GroupCols * kI16PanelRows;
+  std::vector<float> ya(static_cast<size_t>(tokens * rows)), yb(ya.size());
+  for (int64_t p0 = 0; p0 < rows / 8; ++p0) {
+    a.tile_i16(p.wq.data() + p0 * 8 * n, ps, p.wd.data() + p0 * pscales, pscales, 1, xp.data(), xs, 4, n,
+               ya.data() + p0 * 8, rows, 8);
+    b.tile_i16(p.wq.data() + p0 * 8 * n, ps, p.wd.data() + p0 * pscales, pscales, 1, xp.data(), xs, 4, n,
+               yb.data() + p0 * 8, rows, 8);
+  }
+  EXPECT_EQ(0, std::memcmp(ya.data(), yb.data(), ya.size() * sizeof(float)));
+}
+
+}  // namespace
+}  // namespace tessera::cpu
