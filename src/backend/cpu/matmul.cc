@@ -244,105 +244,79 @@ void widened_rows(const GemmKernels& g, void (*widen)(const uint16_t*, float*, i
   }
 }
 
+// The loops over panels [p_begin, p_end) shared by the bf16 and int16
+// panel layouts. A step of up to max_tokens tokens reads the panels as up to
+// kMaxStreams sequential streams walked together (decode_streams), one tile
+// of up to stream_panels panels a sub-range apart per call; larger steps take
+// L2 chunks of panels, tokens in groups of max_tokens, panels in groups of
+// max_panels. tile(p, stride, np, t0, nt) computes np panels from panel p,
+// `stride` panels apart, for tokens [t0, t0 + nt).
+template <typename Tile>
+void walk_panels(int64_t p_begin, int64_t p_end, int64_t n_tokens, int max_panels, int max_tokens, int stream_panels,
+                 int64_t panel_bytes, int n_streams, Tile&& tile) {
+  if (p_begin >= p_end) return;
+  if (n_tokens <= max_tokens && n_streams > 1) {
+    const int64_t n = p_end - p_begin;
+    const auto streams = static_cast<int>(std::min<int64_t>({stream_panels, n_streams, kMaxStreams, n}));
+    const int64_t len = n / streams;
+    for (int64_t j = 0; j < len; ++j) tile(p_begin + j, len, streams, 0, n_tokens);
+    for (int64_t p = p_begin + streams * len; p < p_end; ++p) tile(p, 1, 1, 0, n_tokens);
+    return;
+  }
+  const int64_t chunk = std::max<int64_t>(max_panels, kTileBytes / panel_bytes / max_panels * max_panels);
+  for (int64_t c0 = p_begin; c0 < p_end; c0 += chunk) {
+    const int64_t c1 = std::min(p_end, c0 + chunk);
+    for (int64_t t = 0; t < n_tokens; t += max_tokens) {
+      const int64_t nt = std::min<int64_t>(max_tokens, n_tokens - t);
+      for (int64_t p = c0; p < c1; p += max_panels) tile(p, 1, std::min<int64_t>(max_panels, c1 - p), t, nt);
+    }
+  }
+}
+
 // BF16 rows [r_begin, r_end) (whole panels; r_end may be the end of a last
 // panel of fewer rows) of a matrix in the bf16 panel layout
-// (weight_layout.h) through tile_bf16_dp, x packed by pack_bf16. As in
-// tiled_rows: a step whose tokens fit one tile reads the full panels as up
-// to kMaxStreams sequential streams walked together (decode_streams), one
-// tile of panels a sub-range apart per call; larger steps take L2 chunks of
-// panels, tokens in groups of bf16_tokens, panels in groups of bf16_panels.
-// A last panel of h < 16 rows goes through tile_bf16_dp_part.
+// (weight_layout.h) through tile_bf16_dp, x packed by pack_bf16, in the
+// loops of walk_panels (streams of up to bf16_panels panels). A last panel
+// of h < 16 rows goes through tile_bf16_dp_part.
 void panel_rows(const GemmKernels& g, const uint8_t* w, int64_t cols, int64_t rows, const uint8_t* x,
                 size_t x_row_bytes, int64_t n_tokens, float* y, int64_t r_begin, int64_t r_end, int n_streams) {
   const auto panel_bytes = static_cast<int64_t>(kBf16PanelRows * cols * sizeof(uint16_t));
   auto panel = [&](int64_t p) { return reinterpret_cast<const uint16_t*>(w + p * panel_bytes); };
   const auto xs = static_cast<int64_t>(x_row_bytes);
+  auto xt = [&](int64_t t) { return reinterpret_cast<const uint16_t*>(x + static_cast<size_t>(t) * x_row_bytes); };
   const int64_t p_begin = r_begin / kBf16PanelRows, p_end = r_end / kBf16PanelRows;  // full panels
   if (const auto h = static_cast<int>(r_end - p_end * kBf16PanelRows); h > 0) {
     for (int64_t t = 0; t < n_tokens; t += g.bf16_tokens) {
       const int nt = static_cast<int>(std::min<int64_t>(g.bf16_tokens, n_tokens - t));
-      g.tile_bf16_dp_part(panel(p_end), h, reinterpret_cast<const uint16_t*>(x + static_cast<size_t>(t) * x_row_bytes),
-                          xs, nt, cols, y + t * rows + p_end * kBf16PanelRows, rows);
+      g.tile_bf16_dp_part(panel(p_end), h, xt(t), xs, nt, cols, y + t * rows + p_end * kBf16PanelRows, rows);
     }
   }
-  if (p_begin == p_end) return;
-  if (n_tokens <= g.bf16_tokens && n_streams > 1) {
-    const auto* xq = reinterpret_cast<const uint16_t*>(x);
-    const int nt = static_cast<int>(n_tokens);
-    const int64_t n = p_end - p_begin;
-    const auto streams = static_cast<int>(std::min<int64_t>({g.bf16_panels, n_streams, kMaxStreams, n}));
-    const int64_t len = n / streams;
-    for (int64_t j = 0; j < len; ++j) {
-      const int64_t p = p_begin + j;
-      g.tile_bf16_dp(panel(p), len * panel_bytes, streams, xq, xs, nt, cols, y + p * kBf16PanelRows, rows,
-                     len * kBf16PanelRows);
-    }
-    for (int64_t p = p_begin + streams * len; p < p_end; ++p) {
-      g.tile_bf16_dp(panel(p), panel_bytes, 1, xq, xs, nt, cols, y + p * kBf16PanelRows, rows, kBf16PanelRows);
-    }
-    return;
-  }
-  const int64_t chunk = std::max<int64_t>(g.bf16_panels, kTileBytes / panel_bytes / g.bf16_panels * g.bf16_panels);
-  for (int64_t c0 = p_begin; c0 < p_end; c0 += chunk) {
-    const int64_t c1 = std::min(p_end, c0 + chunk);
-    for (int64_t t = 0; t < n_tokens; t += g.bf16_tokens) {
-      const int nt = static_cast<int>(std::min<int64_t>(g.bf16_tokens, n_tokens - t));
-      const auto* xt = reinterpret_cast<const uint16_t*>(x + static_cast<size_t>(t) * x_row_bytes);
-      for (int64_t p = c0; p < c1; p += g.bf16_panels) {
-        const int np = static_cast<int>(std::min<int64_t>(g.bf16_panels, c1 - p));
-        g.tile_bf16_dp(panel(p), panel_bytes, np, xt, xs, nt, cols, y + t * rows + p * kBf16PanelRows, rows,
-                       kBf16PanelRows);
-      }
-    }
-  }
+  walk_panels(p_begin, p_end, n_tokens, g.bf16_panels, g.bf16_tokens, g.bf16_panels, panel_bytes, n_streams,
+              [&](int64_t p, int64_t stride, int64_t np, int64_t t0, int64_t nt) {
+                g.tile_bf16_dp(panel(p), stride * panel_bytes, static_cast<int>(np), xt(t0), xs, static_cast<int>(nt),
+                               cols, y + t0 * rows + p * kBf16PanelRows, rows, stride * kBf16PanelRows);
+              });
 }
 
 // F16 rows [r_begin, r_end) (whole panels) of a matrix in the int16 panel
-// layout (weight_layout.h) through tile_i16, x packed by pack_i16; the
-// loops of panel_rows: a step of up to i16_tokens tokens reads the panels as
-// up to kMaxStreams streams (i16_stream_panels for one token, i16_panels
-// for more), larger steps take L2 chunks of panels.
+// layout (weight_layout.h) through tile_i16, x packed by pack_i16, in the
+// loops of walk_panels (streams of i16_stream_panels panels for one token,
+// i16_panels for more).
 void i16_panel_rows(const GemmKernels& g, const MatrixView& w, const uint8_t* x, size_t x_row_bytes, int64_t n_tokens,
                     float* y, int64_t r_begin, int64_t r_end, int n_streams) {
   const int64_t cols = w.cols, rows = w.rows;
   const auto panel_bytes = static_cast<int64_t>(kI16PanelRows * cols * sizeof(int16_t));
   const int64_t panel_scales = cols / kI16GroupCols * kI16PanelRows;  // floats
   const auto* wb = static_cast<const uint8_t*>(w.data);
-  auto panel = [&](int64_t p) { return reinterpret_cast<const int16_t*>(wb + p * panel_bytes); };
-  auto scales = [&](int64_t p) { return w.i16_scales + p * panel_scales; };
   const auto xs = static_cast<int64_t>(x_row_bytes);
-  const int64_t p_begin = r_begin / kI16PanelRows, p_end = r_end / kI16PanelRows;
-  if (n_tokens <= g.i16_tokens && n_streams > 1) {
-    const int nt = static_cast<int>(n_tokens);
-    const int64_t n = p_end - p_begin;
-    const int max_panels = nt == 1 ? g.i16_stream_panels : g.i16_panels;
-    const auto streams = static_cast<int>(std::min<int64_t>({max_panels, n_streams, kMaxStreams, n}));
-    if (streams == 0) return;
-    const int64_t len = n / streams;
-    for (int64_t j = 0; j < len; ++j) {
-      const int64_t p = p_begin + j;
-      g.tile_i16(panel(p), len * panel_bytes, scales(p), len * panel_scales, streams, x, xs, nt, cols,
-                 y + p * kI16PanelRows, rows, len * kI16PanelRows);
-    }
-    for (int64_t p = p_begin + streams * len; p < p_end; ++p) {
-      g.tile_i16(panel(p), panel_bytes, scales(p), panel_scales, 1, x, xs, nt, cols, y + p * kI16PanelRows, rows,
-                 kI16PanelRows);
-    }
-    return;
-  }
-  const int64_t chunk = std::max<int64_t>(g.i16_panels, kTileBytes / panel_bytes / g.i16_panels * g.i16_panels);
-  for (int64_t c0 = p_begin; c0 < p_end; c0 += chunk) {
-    const int64_t c1 = std::min(p_end, c0 + chunk);
-    for (int64_t t = 0; t < n_tokens; t += g.i16_tokens) {
-      const int nt = static_cast<int>(std::min<int64_t>(g.i16_tokens, n_tokens - t));
-      const uint8_t* xt = x + static_cast<size_t>(t) * x_row_bytes;
-      for (int64_t p = c0; p < c1; p += g.i16_panels) {
-        const int np = static_cast<int>(std::min<int64_t>(g.i16_panels, c1 - p));
-        g.tile_i16(panel(p), panel_bytes, scales(p), panel_scales, np, xt, xs, nt, cols,
-                   y + t * rows + p * kI16PanelRows, rows, kI16PanelRows);
-      }
-    }
-  }
+  walk_panels(r_begin / kI16PanelRows, r_end / kI16PanelRows, n_tokens, g.i16_panels, g.i16_tokens,
+              n_tokens == 1 ? g.i16_stream_panels : g.i16_panels, panel_bytes, n_streams,
+              [&](int64_t p, int64_t stride, int64_t np, int64_t t0, int64_t nt) {
+                g.tile_i16(reinterpret_cast<const int16_t*>(wb + p * panel_bytes), stride * panel_bytes,
+                           w.i16_scales + p * panel_scales, stride * panel_scales, static_cast<int>(np),
+                           x + static_cast<size_t>(t0) * x_row_bytes, xs, static_cast<int>(nt), cols,
+                           y + t0 * rows + p * kI16PanelRows, rows, stride * kI16PanelRows);
+              });
 }
 
 // Float and Q6_K weights in any layout where the set has their tile (Q6_K's
