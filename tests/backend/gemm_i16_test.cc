@@ -1,4 +1,4 @@
-// F16 weights as int16 panels (weight_layout.h; gemm.h pack_i16 / tile_i16,
+// F16 weights as int16 panels (weight_layout.h; gemm.h quantize_i16 / tile_i16,
 // the AVX2 tables): the group quantization on hand-worked cases, the packing
 // and the tile against their scalar references (gemm_i16_ref.h) bit for bit
 // in every tile shape and the decode form, the tile against the f32 product
@@ -75,6 +75,11 @@ TEST(GemmI16, QuantizeGroupHandWorkedCases) {
   }
 }
 
+// x[n] as a packed activation row (pack_i16_ref's layout) through g.
+void pack(const GemmKernels& g, const float* x, uint8_t* out, int64_t n) {
+  g.quantize_i16(x, reinterpret_cast<int16_t*>(out), reinterpret_cast<float*>(out + 2 * n), n, kI16ActMax);
+}
+
 TEST(GemmI16, PackMatchesReference) {
   const std::vector<Isa> isas = i16_isas();
   if (isas.empty()) GTEST_SKIP() << "no table with tile_i16 on this CPU";
@@ -94,9 +99,19 @@ TEST(GemmI16, PackMatchesReference) {
       if (n >= 320) x[300] = -1e-39f;
       const auto bytes = static_cast<size_t>(packed_i16_row_bytes(n));
       std::vector<uint8_t> got(bytes, 0xab), want(bytes, 0xcd);
-      g.pack_i16(x.data(), got.data(), n);
+      pack(g, x.data(), got.data(), n);
       pack_i16_ref(x.data(), want.data(), n);
       ASSERT_EQ(0, std::memcmp(got.data(), want.data(), bytes)) << "n=" << n;
+      // The weights' range: each group as quantize_i16_group(·, ·, 2047).
+      std::vector<int16_t> q(static_cast<size_t>(n)), want_q(q.size());
+      std::vector<float> d(static_cast<size_t>(n / 64)), want_d(d.size());
+      g.quantize_i16(x.data(), q.data(), d.data(), n, kI16WeightMax);
+      for (int64_t gi = 0; gi < n / 64; ++gi) {
+        want_d[static_cast<size_t>(gi)] =
+            quantize_i16_group(x.data() + gi * 64, want_q.data() + gi * 64, kI16WeightMax);
+      }
+      ASSERT_EQ(q, want_q) << "n=" << n;
+      ASSERT_EQ(0, std::memcmp(d.data(), want_d.data(), d.size() * sizeof(float))) << "n=" << n;
     }
   }
 }
@@ -122,6 +137,15 @@ TEST(GemmI16, PanelRepackPlacesQuantsAndScales) {
         ASSERT_EQ(q[static_cast<size_t>(r / 8 * 8 * cols + c / 2 * 16 + 2 * (r % 8) + c % 2)], want[i]);
       }
     }
+  }
+  // Through each table's widen_f16 and quantize_i16: the same bits.
+  for (Isa isa : i16_isas()) {
+    SCOPED_TRACE(isa_label(isa));
+    std::vector<int16_t> q2(q.size(), -1);
+    std::vector<float> d2(d.size(), -1.0f);
+    repack_rows_f16_as_i16_panel(*kernels_for(isa).gemm, w.data(), q2.data(), d2.data(), rows, cols);
+    EXPECT_EQ(q2, q);
+    EXPECT_EQ(0, std::memcmp(d2.data(), d.data(), d.size() * sizeof(float)));
   }
   EXPECT_FALSE(fits_i16_panels(12, 128));
   EXPECT_FALSE(fits_i16_panels(16, 96));
@@ -175,7 +199,7 @@ TEST(GemmI16, TileMatchesReferenceBitsInEveryShapeAndTheF32ProductWithinTheBound
       const Problem p = make_problem(rows, tokens, n, static_cast<uint32_t>(n) + 3);
       const auto xs = (packed_i16_row_bytes(n) + 63) / 64 * 64;
       std::vector<uint8_t> xp(static_cast<size_t>(tokens * xs));
-      for (int64_t t = 0; t < tokens; ++t) g.pack_i16(p.x.data() + t * n, xp.data() + t * xs, n);
+      for (int64_t t = 0; t < tokens; ++t) pack(g, p.x.data() + t * n, xp.data() + t * xs, n);
       std::vector<float> want(static_cast<size_t>(tokens * rows));  // [tokens, rows]
       for (int64_t t = 0; t < tokens; ++t) {
         const auto* xq = reinterpret_cast<const int16_t*>(xp.data() + t * xs);
@@ -247,7 +271,7 @@ TEST(GemmI16, AvxVnniTileGivesTheAvx2Bits) {
   const Problem p = make_problem(rows, tokens, n, 77);
   const auto xs = packed_i16_row_bytes(n);
   std::vector<uint8_t> xp(static_cast<size_t>(tokens * xs));
-  for (int64_t t = 0; t < tokens; ++t) a.pack_i16(p.x.data() + t * n, xp.data() + t * xs, n);
+  for (int64_t t = 0; t < tokens; ++t) pack(a, p.x.data() + t * n, xp.data() + t * xs, n);
   // Activations at the quant range's ends: the exact-sum bound's worst case.
   for (int64_t i = 0; i < tokens * xs / 2; ++i) {
     if ((i % (xs / 2)) < n) reinterpret_cast<int16_t*>(xp.data())[i] = (i & 1) != 0 ? kI16ActMax : -kI16ActMax;

@@ -154,15 +154,18 @@ struct GemmKernels {
   // elsewhere) against activations quantized to int16 (gemm_i16_ref.h: the
   // format, the bounds that keep the integer sums exact, and the scalar
   // reference every element equals bit for bit, in every tile shape).
-  // pack_i16 writes x[n] as packed_i16_row_bytes(n) bytes at out (4-byte
-  // aligned), as pack_i16_ref does; n % 64 == 0. tile_i16 computes `panels`
+  // quantize_i16 writes x[n] as quants q[n] and group scales d[n / 64],
+  // each group as quantize_i16_group(·, ·, qmax) does, bit for bit; n % 64
+  // == 0. Activations take qmax = kI16ActMax into a packed row (q, then d:
+  // pack_i16_ref), weights kI16WeightMax at load (the repack with a table,
+  // weight_layout.h). tile_i16 computes `panels`
   // panels of 8 rows, the first at w (int16 quants), each next panel_stride
   // bytes on, their scales at w_scales + p * scale_stride (floats; a panel's
   // scales are [n / 64][8]), for `tokens` packed rows x_stride bytes apart;
   // row j of panel p, token t lands in y[t * y_stride + p * y_panel_stride + j].
   // panels <= i16_panels and tokens <= i16_tokens (the prefill tile), or
   // panels <= i16_stream_panels with one token (decode streams).
-  void (*pack_i16)(const float* x, uint8_t* out, int64_t n);
+  void (*quantize_i16)(const float* x, int16_t* q, float* d, int64_t n, int32_t qmax);
   void (*tile_i16)(const int16_t* w, int64_t panel_stride, const float* w_scales, int64_t scale_stride, int panels,
                    const uint8_t* x, int64_t x_stride, int tokens, int64_t n, float* y, int64_t y_stride,
                    int64_t y_panel_stride);

@@ -641,7 +641,7 @@ const GemmKernels kGemmAvx512{
     .tile_bf16_dp_part = nullptr,
     .bf16_panels = 0,
     .bf16_tokens = 0,
-    .pack_i16 = nullptr,
+    .quantize_i16 = nullptr,
     .tile_i16 = nullptr,
     .i16_panels = 0,
     .i16_tokens = 0,

@@ -1,4 +1,4 @@
-// Scalar reference of the AVX2 int16 tile kernel (GemmKernels::pack_i16,
+// Scalar reference of the AVX2 int16 tile kernel (GemmKernels::quantize_i16,
 // tile_i16 in gemm.h), bit for bit, and the group quantization that both the
 // weight repack (weight_layout.h repack_rows_f16_as_i16_panel) and the
 // activation packing use.

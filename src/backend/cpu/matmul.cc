@@ -299,7 +299,7 @@ void panel_rows(const GemmKernels& g, const uint8_t* w, int64_t cols, int64_t ro
 }
 
 // F16 rows [r_begin, r_end) (whole panels) of a matrix in the int16 panel
-// layout (weight_layout.h) through tile_i16, x packed by pack_i16, in the
+// layout (weight_layout.h) through tile_i16, x packed as pack_i16_ref does, in the
 // loops of walk_panels (streams of i16_stream_panels panels for one token,
 // i16_panels for more).
 void i16_panel_rows(const GemmKernels& g, const MatrixView& w, const uint8_t* x, size_t x_row_bytes, int64_t n_tokens,
@@ -393,12 +393,16 @@ Activations prepare_activations(ThreadPool& pool, const Kernels& k, DType w_dtyp
                                 bool i16_activations, const float* x, int64_t n_tokens, int64_t cols,
                                 std::vector<uint8_t>& scratch) {
   if (i16_activations) {
-    // Rows quantized to int16 groups (gemm.h pack_i16), 64-byte aligned,
+    // Rows quantized to int16 groups (gemm.h quantize_i16, as pack_i16_ref), 64-byte aligned,
     // plus one cache line (see the bf16 rows below).
     const size_t row_bytes = static_cast<size_t>(packed_i16_row_bytes(cols) + 63) / 64 * 64 + 64;
     uint8_t* q = aligned_scratch(scratch, row_bytes * static_cast<size_t>(n_tokens));  // [n_tokens, row_bytes]
     for_tokens(pool, n_tokens, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) k.gemm->pack_i16(x + t * cols, q + static_cast<size_t>(t) * row_bytes, cols);
+      for (int64_t t = t0; t < t1; ++t) {
+        uint8_t* row = q + static_cast<size_t>(t) * row_bytes;  // quants, then scales (pack_i16_ref)
+        k.gemm->quantize_i16(x + t * cols, reinterpret_cast<int16_t*>(row), reinterpret_cast<float*>(row + 2 * cols),
+                             cols, kI16ActMax);
+      }
     });
     return {q, row_bytes};
   }

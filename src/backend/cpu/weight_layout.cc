@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
+#include "backend/cpu/gemm.h"
 #include "backend/cpu/gemm_i16_ref.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/matmul.h"
@@ -167,6 +169,27 @@ void repack_rows_f16_as_i16_panel(const uint16_t* src, int16_t* dst, float* scal
   }
 }
 
+void repack_rows_f16_as_i16_panel(const GemmKernels& g, const uint16_t* src, int16_t* dst, float* scales, int64_t rows,
+                                  int64_t cols) {
+  TESSERA_CHECK(fits_i16_panels(rows, cols) && g.widen_f16 != nullptr && g.quantize_i16 != nullptr);
+  const int64_t groups = cols / kI16GroupCols;
+  std::vector<float> wide(static_cast<size_t>(cols));  // one row in f32
+  std::vector<int16_t> q(static_cast<size_t>(cols));   // its quants, row-major
+  std::vector<float> d(static_cast<size_t>(groups));   // its group scales
+  for (int64_t p0 = 0; p0 < rows; p0 += kI16PanelRows) {
+    int16_t* out = dst + p0 * cols;                                    // the panel: [cols / 2][8][2]
+    float* ds = scales + p0 / kI16PanelRows * groups * kI16PanelRows;  // [groups][8]
+    for (int64_t j = 0; j < kI16PanelRows; ++j) {
+      g.widen_f16(src + (p0 + j) * cols, wide.data(), cols);
+      g.quantize_i16(wide.data(), q.data(), d.data(), cols, kI16WeightMax);
+      for (int64_t k = 0; k < cols / 2; ++k) {
+        std::memcpy(out + k * 2 * kI16PanelRows + 2 * j, q.data() + 2 * k, 2 * sizeof(int16_t));  // column pair k
+      }
+      for (int64_t gi = 0; gi < groups; ++gi) ds[gi * kI16PanelRows + j] = d[static_cast<size_t>(gi)];
+    }
+  }
+}
+
 bool has_x16_layout(DType t) {
   return t == DType::kQ4_0 || t == DType::kQ8_0 || t == DType::kQ4_K;
 }
@@ -189,8 +212,8 @@ MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& poo
   const bool from_f16 = f16_inexact && w.dtype == DType::kF16;  // values rounded to bf16 or int16
   const bool panels = k.gemm != nullptr && k.gemm->tile_bf16_dp != nullptr && (w.dtype == DType::kBF16 || from_f16) &&
                       !w.f32_activations && fits_bf16_panels(w.rows, w.cols);
-  const bool i16 = !panels && from_f16 && k.gemm != nullptr && k.gemm->tile_i16 != nullptr && !w.f32_activations &&
-                   fits_i16_panels(w.rows, w.cols);
+  const bool i16 = !panels && from_f16 && k.gemm != nullptr && k.gemm->tile_i16 != nullptr &&
+                   k.gemm->widen_f16 != nullptr && !w.f32_activations && fits_i16_panels(w.rows, w.cols);
   const bool is_float = w.dtype == DType::kF16 || w.dtype == DType::kBF16 || w.dtype == DType::kF32;
   if (!x16 && !panels && !i16 && !(is_float && MappedFile::contains(src, bytes))) return w;
   uint8_t* const copy =
@@ -211,8 +234,8 @@ MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& poo
     if (x16) {
       repack_rows_x16(w.dtype, src + off, copy + off, r1 - r0, w.cols);
     } else if (i16) {
-      repack_rows_f16_as_i16_panel(reinterpret_cast<const uint16_t*>(src + off), reinterpret_cast<int16_t*>(copy + off),
-                                   i16_scales + r0 * groups, r1 - r0, w.cols);
+      repack_rows_f16_as_i16_panel(*k.gemm, reinterpret_cast<const uint16_t*>(src + off),
+                                   reinterpret_cast<int16_t*>(copy + off), i16_scales + r0 * groups, r1 - r0, w.cols);
     } else if (panels) {
       const auto* in = reinterpret_cast<const uint16_t*>(src + off);
       auto* out = reinterpret_cast<uint16_t*>(copy + off);

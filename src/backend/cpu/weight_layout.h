@@ -75,6 +75,7 @@ class ThreadPool;
 
 namespace tessera::cpu {
 
+struct GemmKernels;
 struct Kernels;
 struct MatrixView;
 
@@ -118,6 +119,11 @@ inline bool fits_i16_panels(int64_t rows, int64_t cols) {
 // by quantize_i16_group(·, ·, kI16WeightMax) of its exact f32 values.
 // Requires fits_i16_panels(rows, cols).
 void repack_rows_f16_as_i16_panel(const uint16_t* src, int16_t* dst, float* scales, int64_t rows, int64_t cols);
+// The same, bit for bit, through g's widen_f16 and quantize_i16 (both
+// required): what prepare_matrix runs (the scalar form took ~3x as long to
+// load a 1.1B F16 model).
+void repack_rows_f16_as_i16_panel(const GemmKernels& g, const uint16_t* src, int16_t* dst, float* scales, int64_t rows,
+                                  int64_t cols);
 
 // Blocks per interleaved group (Q4_0, Q8_0) and super-blocks per group (Q4_K).
 inline constexpr int kX16Blocks = 16;
