@@ -40,6 +40,9 @@ namespace {
 // quant_tokens), to compare shapes in one binary.
 // The table is the engine's (kernels_with), so widen_half_rows follows the
 // CPU; TESSERA_BENCH_WIDEN=0 or 1 (this benchmark only) overrides it.
+// TESSERA_BENCH_NO_BF16=1 (this benchmark only) removes the AVX512-BF16
+// tile from the table, as on AVX-512 CPUs without it (BF16 then takes the
+// f32-activation tile, F16 the int16 panels).
 const Kernels& bench_kernels() {
   static const Isa isa = [] {
     const char* env = std::getenv("TESSERA_ISA");
@@ -55,11 +58,20 @@ const Kernels& bench_kernels() {
     if (const char* widen = std::getenv("TESSERA_BENCH_WIDEN"); widen != nullptr) {
       out.widen_half_rows = std::string(widen) == "1";
     }
+    if (const char* no_bf16 = std::getenv("TESSERA_BENCH_NO_BF16");
+        no_bf16 != nullptr && std::string(no_bf16) == "1" && out.gemm != nullptr) {
+      gemm = *out.gemm;
+      gemm.pack_bf16 = nullptr;
+      gemm.tile_bf16_dp = nullptr;
+      gemm.tile_bf16_dp_part = nullptr;
+      gemm.bf16_panels = gemm.bf16_tokens = 0;
+      out.gemm = &gemm;
+    }
     const char* tile = std::getenv("TESSERA_BENCH_TILE");
     int r = 0, t = 0;
     if (out.gemm != nullptr && tile != nullptr && std::sscanf(tile, "%dx%d", &r, &t) == 2 && r >= 1 &&
         r <= out.gemm->quant_rows && t >= 1 && t <= out.gemm->quant_tokens) {
-      gemm = *out.gemm;
+      if (out.gemm != &gemm) gemm = *out.gemm;
       gemm.q8_0_rows = gemm.q4_0_rows = gemm.q4_k_rows = gemm.q6_k_rows = r;
       gemm.q8_0_tokens = gemm.q4_0_tokens = gemm.q4_k_tokens = gemm.q6_k_tokens = t;
       out.gemm = &gemm;
@@ -85,9 +97,11 @@ struct Weights {
   std::vector<std::vector<float>> i16_scales;  // kI16Panel: each copy's scales
 };
 
-// F16 as int16 panels where the table has tile_i16 (AVX2), as the engine's
-// default --f16-matmul auto does; TESSERA_BENCH_F16_EXACT=1 (this benchmark
-// only) keeps the exact F16 tile, to compare both in one build.
+// F16 as int16 panels where the table has tile_i16 and no tile_bf16_dp (AVX2;
+// AVX-512 under TESSERA_BENCH_NO_BF16=1), as the engine's default
+// --f16-matmul auto does; TESSERA_BENCH_F16_EXACT=1 (this benchmark only)
+// keeps the exact F16 tile, to compare both in one build. (Where the table
+// has tile_bf16_dp this benchmark measures F16 exactly, as it always did.)
 bool bench_f16_as_i16() {
   const char* exact = std::getenv("TESSERA_BENCH_F16_EXACT");
   return exact == nullptr || std::string(exact) != "1";
@@ -124,11 +138,12 @@ const Weights& weights(DType t, int64_t rows = kRows, int64_t cols = kCols) {
                            rows, cols);
     for (size_t i = 0; i < n_copies; ++i) w.x16.push_back(packed);
     w.layout = WeightLayout::kBf16Panel;
-  } else if (g != nullptr && g->tile_i16 != nullptr && t == DType::kF16 && bench_f16_as_i16() &&
-             fits_i16_panels(rows, cols)) {
+  } else if (g != nullptr && g->tile_i16 != nullptr && g->tile_bf16_dp == nullptr && t == DType::kF16 &&
+             bench_f16_as_i16() &&
+             fits_i16_panels(rows, cols, g->i16_panel_rows)) {
     std::vector<uint8_t> packed(one.size());
     std::vector<float> scales(static_cast<size_t>(rows * cols / 64));
-    repack_rows_f16_as_i16_panel(reinterpret_cast<const uint16_t*>(one.data()),
+    repack_rows_f16_as_i16_panel(*g, reinterpret_cast<const uint16_t*>(one.data()),
                                  reinterpret_cast<int16_t*>(packed.data()), scales.data(), rows, cols);
     for (size_t i = 0; i < n_copies; ++i) {
       w.x16.push_back(packed);
@@ -164,7 +179,10 @@ void run_matmul(benchmark::State& state, DType t, int64_t n_tokens, bool hot = f
     const auto& copies = x16 ? w.x16 : w.copies;
     const size_t c = hot ? 0 : i++ % copies.size();
     MatrixView view{t, copies[c].data(), rows, cols, x16 ? w.layout : WeightLayout::kGguf};
-    if (x16 && w.layout == WeightLayout::kI16Panel) view.i16_scales = w.i16_scales[c].data();
+    if (x16 && w.layout == WeightLayout::kI16Panel) {
+      view.i16_scales = w.i16_scales[c].data();
+      view.i16_panel_rows = bench_kernels().gemm->i16_panel_rows;
+    }
     matmul(pool, table(tiled), view, x.data(), n_tokens, y.data(), scratch);
     benchmark::DoNotOptimize(y.data());
   }

@@ -1,9 +1,10 @@
-// F16 weights as int16 panels (weight_layout.h; gemm.h quantize_i16 / tile_i16,
-// the AVX2 tables): the group quantization on hand-worked cases, the packing
-// and the tile against their scalar references (gemm_i16_ref.h) bit for bit
-// in every tile shape and the decode form, the tile against the f32 product
-// within the stated quantization bound, and the AVX-VNNI table against the
-// AVX2 one. Skips where no table has tile_i16 (scalar-only CPUs).
+// F16 weights as int16 panels (weight_layout.h; gemm.h quantize_i16 /
+// tile_i16: the AVX2 tables, 8-row panels, and the AVX-512 table, 16-row
+// panels): the group quantization on hand-worked cases, the packing and the
+// tile against their scalar references (gemm_i16_ref.h) bit for bit in every
+// tile shape and the decode form, the tile against the f32 product within
+// the stated quantization bound, and the tables against each other. Skips
+// where no table has tile_i16 (scalar-only CPUs).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -117,39 +118,47 @@ TEST(GemmI16, PackMatchesReference) {
 }
 
 TEST(GemmI16, PanelRepackPlacesQuantsAndScales) {
-  const int64_t rows = 16, cols = 192;
+  const int64_t rows = 32, cols = 192;
   std::vector<uint16_t> w(static_cast<size_t>(rows * cols));
   const std::vector<float> wf = random_floats(rows * cols, 5, 0.5f);
   for (size_t i = 0; i < w.size(); ++i) w[i] = fp32_to_fp16(wf[i]);
-  std::vector<int16_t> q(w.size());
-  std::vector<float> d(static_cast<size_t>(rows * cols / kI16GroupCols));
-  repack_rows_f16_as_i16_panel(w.data(), q.data(), d.data(), rows, cols);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t g = 0; g < cols / kI16GroupCols; ++g) {
-      float v[kI16GroupCols];
-      int16_t want[kI16GroupCols];
-      for (int i = 0; i < kI16GroupCols; ++i) v[i] = fp16_to_fp32(w[static_cast<size_t>(r * cols + g * 64 + i)]);
-      const float want_d = quantize_i16_group(v, want, kI16WeightMax);
-      // Row r is row r % 8 of panel r / 8; scales [panel][group][8].
-      ASSERT_EQ(d[static_cast<size_t>((r / 8 * (cols / 64) + g) * 8 + r % 8)], want_d) << r << " " << g;
-      for (int i = 0; i < kI16GroupCols; ++i) {
-        const int64_t c = g * 64 + i;
-        ASSERT_EQ(q[static_cast<size_t>(r / 8 * 8 * cols + c / 2 * 16 + 2 * (r % 8) + c % 2)], want[i]);
+  for (int pr : {8, 16}) {
+    SCOPED_TRACE("panel rows " + std::to_string(pr));
+    std::vector<int16_t> q(w.size());
+    std::vector<float> d(static_cast<size_t>(rows * cols / kI16GroupCols));
+    repack_rows_f16_as_i16_panel(w.data(), q.data(), d.data(), rows, cols, pr);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t g = 0; g < cols / kI16GroupCols; ++g) {
+        float v[kI16GroupCols];
+        int16_t want[kI16GroupCols];
+        for (int i = 0; i < kI16GroupCols; ++i) v[i] = fp16_to_fp32(w[static_cast<size_t>(r * cols + g * 64 + i)]);
+        const float want_d = quantize_i16_group(v, want, kI16WeightMax);
+        // Row r is row r % R of panel r / R; scales [panel][group][R].
+        ASSERT_EQ(d[static_cast<size_t>((r / pr * (cols / 64) + g) * pr + r % pr)], want_d) << r << " " << g;
+        for (int i = 0; i < kI16GroupCols; ++i) {
+          const int64_t c = g * 64 + i;
+          ASSERT_EQ(q[static_cast<size_t>(r / pr * pr * cols + c / 2 * 2 * pr + 2 * (r % pr) + c % 2)], want[i]);
+        }
       }
     }
+    // Through each table of this panel height (its quantize_i16 and, where
+    // it has one, widen_f16): the same bits.
+    for (Isa isa : i16_isas()) {
+      const GemmKernels& g = *kernels_for(isa).gemm;
+      if (g.i16_panel_rows != pr) continue;
+      SCOPED_TRACE(isa_label(isa));
+      std::vector<int16_t> q2(q.size(), -1);
+      std::vector<float> d2(d.size(), -1.0f);
+      repack_rows_f16_as_i16_panel(g, w.data(), q2.data(), d2.data(), rows, cols);
+      EXPECT_EQ(q2, q);
+      EXPECT_EQ(0, std::memcmp(d2.data(), d.data(), d.size() * sizeof(float)));
+    }
   }
-  // Through each table's widen_f16 and quantize_i16: the same bits.
-  for (Isa isa : i16_isas()) {
-    SCOPED_TRACE(isa_label(isa));
-    std::vector<int16_t> q2(q.size(), -1);
-    std::vector<float> d2(d.size(), -1.0f);
-    repack_rows_f16_as_i16_panel(*kernels_for(isa).gemm, w.data(), q2.data(), d2.data(), rows, cols);
-    EXPECT_EQ(q2, q);
-    EXPECT_EQ(0, std::memcmp(d2.data(), d.data(), d.size() * sizeof(float)));
-  }
-  EXPECT_FALSE(fits_i16_panels(12, 128));
-  EXPECT_FALSE(fits_i16_panels(16, 96));
-  EXPECT_TRUE(fits_i16_panels(16, 128));
+  EXPECT_FALSE(fits_i16_panels(12, 128, 8));
+  EXPECT_FALSE(fits_i16_panels(16, 96, 8));
+  EXPECT_FALSE(fits_i16_panels(24, 128, 16));
+  EXPECT_TRUE(fits_i16_panels(16, 128, 8));
+  EXPECT_TRUE(fits_i16_panels(32, 128, 16));
 }
 
 // rows × n F16 weights as panels, tokens × n activations packed, and the
@@ -164,7 +173,7 @@ struct Problem {
   std::vector<float> wd_rows;    // [rows, n / 64]
 };
 
-Problem make_problem(int64_t rows, int64_t tokens, int64_t n, uint32_t seed) {
+Problem make_problem(int64_t rows, int64_t tokens, int64_t n, uint32_t seed, int panel_rows) {
   Problem p{rows, tokens, n, {}, {}, {}, {}, {}, {}};
   const std::vector<float> wf = random_floats(rows * n, seed, 0.2f);
   p.w.resize(wf.size());
@@ -172,7 +181,7 @@ Problem make_problem(int64_t rows, int64_t tokens, int64_t n, uint32_t seed) {
   p.x = random_floats(tokens * n, seed + 1, 2.0f);
   p.wq.resize(p.w.size());
   p.wd.resize(static_cast<size_t>(rows * n / kI16GroupCols));
-  repack_rows_f16_as_i16_panel(p.w.data(), p.wq.data(), p.wd.data(), rows, n);
+  repack_rows_f16_as_i16_panel(p.w.data(), p.wq.data(), p.wd.data(), rows, n, panel_rows);
   p.wq_rows.resize(p.w.size());
   p.wd_rows.resize(p.wd.size());
   for (int64_t r = 0; r < rows; ++r) {
@@ -192,11 +201,12 @@ TEST(GemmI16, TileMatchesReferenceBitsInEveryShapeAndTheF32ProductWithinTheBound
   for (Isa isa : isas) {
     SCOPED_TRACE(isa_label(isa));
     const GemmKernels& g = *kernels_for(isa).gemm;
-    const int64_t panels = 2 * g.i16_stream_panels + 1, rows = panels * kI16PanelRows;
+    const int pr = g.i16_panel_rows;
+    const int64_t panels = 2 * g.i16_stream_panels + 1, rows = panels * pr;
     const int64_t tokens = 2 * g.i16_tokens + 1;
     for (int64_t n : {64, 192, 2048}) {
       SCOPED_TRACE("n=" + std::to_string(n));
-      const Problem p = make_problem(rows, tokens, n, static_cast<uint32_t>(n) + 3);
+      const Problem p = make_problem(rows, tokens, n, static_cast<uint32_t>(n) + 3, pr);
       const auto xs = (packed_i16_row_bytes(n) + 63) / 64 * 64;
       std::vector<uint8_t> xp(static_cast<size_t>(tokens * xs));
       for (int64_t t = 0; t < tokens; ++t) pack(g, p.x.data() + t * n, xp.data() + t * xs, n);
@@ -222,16 +232,16 @@ TEST(GemmI16, TileMatchesReferenceBitsInEveryShapeAndTheF32ProductWithinTheBound
           ASSERT_NEAR(y, dot, bound + 0x1p-22 * mag) << "r=" << r << " t=" << t;
         }
       }
-      const auto ps = static_cast<int64_t>(kI16PanelRows * n * sizeof(int16_t));
-      const int64_t pscales = n / kI16GroupCols * kI16PanelRows;
+      const auto ps = static_cast<int64_t>(pr * n * sizeof(int16_t));
+      const int64_t pscales = n / kI16GroupCols * pr;
       auto run = [&](int tp, int tt) {
         std::vector<float> y(want.size(), std::nanf(""));
         for (int64_t t0 = 0; t0 < tokens; t0 += tt) {
           for (int64_t p0 = 0; p0 < panels; p0 += tp) {
             const int np = static_cast<int>(std::min<int64_t>(tp, panels - p0));
             const int nt = static_cast<int>(std::min<int64_t>(tt, tokens - t0));
-            g.tile_i16(p.wq.data() + p0 * kI16PanelRows * n, ps, p.wd.data() + p0 * pscales, pscales, np,
-                       xp.data() + t0 * xs, xs, nt, n, y.data() + t0 * rows + p0 * kI16PanelRows, rows, kI16PanelRows);
+            g.tile_i16(p.wq.data() + p0 * pr * n, ps, p.wd.data() + p0 * pscales, pscales, np, xp.data() + t0 * xs, xs,
+                       nt, n, y.data() + t0 * rows + p0 * pr, rows, pr);
           }
         }
         return y;
@@ -251,41 +261,51 @@ TEST(GemmI16, TileMatchesReferenceBitsInEveryShapeAndTheF32ProductWithinTheBound
       const int64_t len = panels / sp;
       std::vector<float> y(static_cast<size_t>(rows), std::nanf(""));
       for (int64_t j = 0; j < len; ++j) {
-        g.tile_i16(p.wq.data() + j * kI16PanelRows * n, len * ps, p.wd.data() + j * pscales, len * pscales, sp,
-                   xp.data(), xs, 1, n, y.data() + j * kI16PanelRows, rows, len * kI16PanelRows);
+        g.tile_i16(p.wq.data() + j * pr * n, len * ps, p.wd.data() + j * pscales, len * pscales, sp, xp.data(), xs, 1,
+                   n, y.data() + j * pr, rows, len * pr);
       }
-      for (int64_t r = 0; r < sp * len * kI16PanelRows; ++r) {
+      for (int64_t r = 0; r < sp * len * pr; ++r) {
         ASSERT_EQ(0, std::memcmp(&y[static_cast<size_t>(r)], &want[static_cast<size_t>(r)], sizeof(float))) << r;
       }
     }
   }
 }
 
-TEST(GemmI16, AvxVnniTileGivesTheAvx2Bits) {
-  bool vnni = false;
-  for (Isa isa : supported_isas()) vnni = vnni || isa == Isa::kAvxVnni;
-  if (!vnni) GTEST_SKIP() << "no AVX-VNNI on this CPU";
-  const GemmKernels& a = *kernels_for(Isa::kAvx2).gemm;
-  const GemmKernels& b = *kernels_for(Isa::kAvxVnni).gemm;
+// Every table with tile_i16 (AVX2, AVX-VNNI, AVX-512; different panel
+// heights) gives the same bits for the same rows and activations: the group
+// sums are exact and the float steps the same. Activations at the quant
+// range's ends: the exact-sum bound's worst case.
+TEST(GemmI16, AllTablesGiveTheSameBits) {
+  const std::vector<Isa> isas = i16_isas();
+  if (isas.size() < 2) GTEST_SKIP() << "fewer than two tables with tile_i16 on this CPU";
   const int64_t n = 1024, rows = 32, tokens = 4;
-  const Problem p = make_problem(rows, tokens, n, 77);
-  const auto xs = packed_i16_row_bytes(n);
-  std::vector<uint8_t> xp(static_cast<size_t>(tokens * xs));
-  for (int64_t t = 0; t < tokens; ++t) pack(a, p.x.data() + t * n, xp.data() + t * xs, n);
-  // Activations at the quant range's ends: the exact-sum bound's worst case.
-  for (int64_t i = 0; i < tokens * xs / 2; ++i) {
-    if ((i % (xs / 2)) < n) reinterpret_cast<int16_t*>(xp.data())[i] = (i & 1) != 0 ? kI16ActMax : -kI16ActMax;
+  std::vector<float> want;
+  for (Isa isa : isas) {
+    SCOPED_TRACE(isa_label(isa));
+    const GemmKernels& g = *kernels_for(isa).gemm;
+    const int pr = g.i16_panel_rows;
+    const Problem p = make_problem(rows, tokens, n, 77, pr);
+    const auto xs = packed_i16_row_bytes(n);
+    std::vector<uint8_t> xp(static_cast<size_t>(tokens * xs));
+    for (int64_t t = 0; t < tokens; ++t) pack(g, p.x.data() + t * n, xp.data() + t * xs, n);
+    for (int64_t t = 0; t < tokens; ++t) {
+      auto* q = reinterpret_cast<int16_t*>(xp.data() + t * xs);
+      for (int64_t i = 0; i < n; ++i)
+        q[i] = (((static_cast<uint32_t>(i) * 2654435761u) >> 13) & 1) != 0 ? kI16ActMax : -kI16ActMax;
+    }
+    const auto ps = static_cast<int64_t>(pr * n * 2);
+    const int64_t pscales = n / kI16GroupCols * pr;
+    std::vector<float> y(static_cast<size_t>(tokens * rows));
+    for (int64_t p0 = 0; p0 < rows / pr; ++p0) {
+      g.tile_i16(p.wq.data() + p0 * pr * n, ps, p.wd.data() + p0 * pscales, pscales, 1, xp.data(), xs,
+                 static_cast<int>(tokens), n, y.data() + p0 * pr, rows, pr);
+    }
+    if (want.empty()) {
+      want = y;
+    } else {
+      EXPECT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * sizeof(float)));
+    }
   }
-  const auto ps = static_cast<int64_t>(kI16PanelRows * n * 2);
-  const int64_t pscales = n / kI16GroupCols * kI16PanelRows;
-  std::vector<float> ya(static_cast<size_t>(tokens * rows)), yb(ya.size());
-  for (int64_t p0 = 0; p0 < rows / 8; ++p0) {
-    a.tile_i16(p.wq.data() + p0 * 8 * n, ps, p.wd.data() + p0 * pscales, pscales, 1, xp.data(), xs, 4, n,
-               ya.data() + p0 * 8, rows, 8);
-    b.tile_i16(p.wq.data() + p0 * 8 * n, ps, p.wd.data() + p0 * pscales, pscales, 1, xp.data(), xs, 4, n,
-               yb.data() + p0 * 8, rows, 8);
-  }
-  EXPECT_EQ(0, std::memcmp(ya.data(), yb.data(), ya.size() * sizeof(float)));
 }
 
 }  // namespace

@@ -7,10 +7,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/gemm.h"
 #include "backend/cpu/gemm_bf16_ref.h"
 #include "core/quant_ref.h"
 #include "test_util.h"
@@ -135,14 +137,46 @@ TEST(Matmul, MatchesDoublePrecisionReference) {
   }
 }
 
+// kernels_for(isa); with strip_bf16, its tile table without the
+// AVX512-BF16 tile, as on AVX-512 CPUs without it (which take F16 as int16
+// panels under f16_inexact).
+Kernels table_for(Isa isa, bool strip_bf16) {
+  static std::map<Isa, std::unique_ptr<GemmKernels>> copies;
+  Kernels k = kernels_for(isa);
+  if (strip_bf16 && k.gemm != nullptr && k.gemm->tile_bf16_dp != nullptr) {
+    std::unique_ptr<GemmKernels>& c = copies[isa];
+    if (!c) {
+      c = std::make_unique<GemmKernels>(*k.gemm);
+      c->pack_bf16 = nullptr;
+      c->tile_bf16_dp = nullptr;
+      c->tile_bf16_dp_part = nullptr;
+      c->bf16_panels = c->bf16_tokens = 0;
+    }
+    k.gemm = c.get();
+  }
+  return k;
+}
+
+// The tables whose AVX512-BF16 tile strip_bf16 removes.
+bool has_bf16_tile(Isa isa) {
+  const GemmKernels* g = kernels_for(isa).gemm;
+  return g != nullptr && g->tile_bf16_dp != nullptr;
+}
+
 // Row t of a batched call equals the single-token call bitwise, for every
 // thread count, including a matrix large enough to use several prefill tiles.
-// Every ISA, with and without widened F16 / BF16 chunks (Kernels::widen_half_rows).
-std::vector<std::pair<Isa, bool>> isa_widen_settings() {
-  std::vector<std::pair<Isa, bool>> s;
+// Every ISA, with and without widened F16 / BF16 chunks (Kernels::widen_half_rows),
+// and the tables with AVX512-BF16 also without it.
+struct Setting {
+  Isa isa;
+  bool widen, strip_bf16;
+};
+std::vector<Setting> isa_widen_settings() {
+  std::vector<Setting> s;
   for (Isa isa : supported_isas()) {
-    s.emplace_back(isa, false);
-    s.emplace_back(isa, true);
+    s.push_back({isa, false, false});
+    s.push_back({isa, true, false});
+    if (has_bf16_tile(isa)) s.push_back({isa, false, true});
   }
   return s;
 }
@@ -152,12 +186,13 @@ TEST(Matmul, BatchAndThreadInvariant) {
   for (DType t : kTypes) {
     for (bool inexact : t == DType::kF16 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
       // BF16: 19 bf16 panels where the table has tile_bf16_dp (rows % 16 == 0);
-      // F16 with inexact: the same as bf16 panels, or 38 int16 panels (AVX2).
+      // F16 with inexact: the same as bf16 panels, or 38 / 19 int16 panels
+      // (AVX2 / AVX-512 without AVX512-BF16).
       const int64_t rows = t == DType::kBF16 || inexact ? 304 : 301;
       const Matrix m = make_matrix(t, rows, cols, 7);
       const std::vector<float> x = random_floats(n_tokens * cols, 8);  // [n_tokens, cols]
-      for (const auto& [isa, widen] : isa_widen_settings()) {
-        Kernels k = kernels_for(isa);
+      for (const auto& [isa, widen, strip_bf16] : isa_widen_settings()) {
+        Kernels k = table_for(isa, strip_bf16);
         k.widen_half_rows = widen;  // F16 / BF16 through widened chunks, and not (same bits)
         WeightStorage storage;
         const MatrixView view = prepared(k, m, storage, inexact);
@@ -174,7 +209,8 @@ TEST(Matmul, BatchAndThreadInvariant) {
         }
         for (int threads : {1, 2, 3}) {
           SCOPED_TRACE(std::string(dtype_name(t)) + " " + isa_label(isa) + (widen ? " widened" : "") +
-                       (inexact ? " inexact" : "") + " threads=" + std::to_string(threads));
+                       (strip_bf16 ? " without avx512_bf16" : "") + (inexact ? " inexact" : "") +
+                       " threads=" + std::to_string(threads));
           ThreadPool pool(threads);
           std::vector<uint8_t> scratch;
           // A few tokens take the decode streams (decode_streams in matmul.cc),
@@ -208,12 +244,14 @@ TEST(Matmul, MultiEqualsSeparateCalls) {
     const Matrix a = make_matrix(t, panels ? 208 : 200, cols, 21), b = make_matrix(t, panels ? 48 : 37, cols, 22),
                  c = make_matrix(t, 64, cols, 23);
     const Matrix mixed = make_matrix(t == DType::kQ8_0 ? DType::kQ6_K : DType::kQ8_0, 48, cols, 24);
-    for (Isa isa : supported_isas()) {
+    for (const auto& [isa, widen, strip_bf16] : isa_widen_settings()) {
+      if (widen) continue;
       for (int64_t n_tokens : {1, 3, 9}) {
         for (int threads : {1, 2, 3}) {
           SCOPED_TRACE(std::string(dtype_name(t)) + (inexact ? " inexact " : " ") + isa_label(isa) +
-                       " tokens=" + std::to_string(n_tokens) + " threads=" + std::to_string(threads));
-          const Kernels& k = kernels_for(isa);
+                       (strip_bf16 ? " without avx512_bf16" : "") + " tokens=" + std::to_string(n_tokens) +
+                       " threads=" + std::to_string(threads));
+          const Kernels k = table_for(isa, strip_bf16);
           ThreadPool pool(threads);
           std::vector<uint8_t> scratch;
           const std::vector<float> x = random_floats(n_tokens * cols, 25);

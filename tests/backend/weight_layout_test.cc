@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/gemm.h"
 #include "backend/cpu/matmul.h"
 #include "core/mapped_file.h"
 #include "core/thread_pool.h"
@@ -198,38 +200,55 @@ TEST(WeightLayout, PrepareMatrixTakesF16AsBf16Panels) {
 }
 
 // prepare_matrix with f16_inexact on a table with tile_i16 and without
-// tile_bf16_dp (AVX2): an F16 matrix that fits stays an F16 view, in the
-// int16 panel layout with its scales beside it, equal to the repack; never
-// for the output head, never without the switch, never for shapes that do
-// not fit (rows % 8, cols % 64).
+// tile_bf16_dp (AVX2; AVX-512 without AVX512-BF16, here a copy of the
+// table with its bf16 tile removed): an F16 matrix that fits the table's
+// panel height stays an F16 view, in the int16 panel layout with its scales
+// beside it, equal to the repack; never for the output head, never without
+// the switch, never for shapes that do not fit (rows % R, cols % 64).
 TEST(WeightLayout, PrepareMatrixTakesF16AsInt16Panels) {
   ThreadPool pool(2);
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{40, 128}, {37, 128}, {40, 96}}) {
+  std::vector<std::pair<std::string, Kernels>> tables;
+  std::vector<std::unique_ptr<GemmKernels>> copies;
+  for (Isa isa : supported_isas()) {
+    Kernels k = kernels_for(isa);
+    if (k.gemm == nullptr || k.gemm->tile_i16 == nullptr) continue;
+    if (k.gemm->tile_bf16_dp != nullptr) {
+      copies.push_back(std::make_unique<GemmKernels>(*k.gemm));
+      copies.back()->tile_bf16_dp = nullptr;
+      copies.back()->tile_bf16_dp_part = nullptr;
+      copies.back()->pack_bf16 = nullptr;
+      k.gemm = copies.back().get();
+      tables.emplace_back(testing::isa_label(isa) + " without avx512_bf16", k);
+    } else {
+      tables.emplace_back(testing::isa_label(isa), k);
+    }
+  }
+  if (tables.empty()) GTEST_SKIP() << "no table with tile_i16 on this CPU";
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{48, 128}, {40, 128}, {37, 128}, {48, 96}}) {
     std::vector<uint16_t> f16(static_cast<size_t>(rows * cols));
     for (size_t i = 0; i < f16.size(); ++i) {
       f16[i] = fp32_to_fp16(static_cast<float>(static_cast<int>(i * 2654435761u >> 20) % 2001 - 1000) / 337.0f);
     }
-    const bool fits = fits_i16_panels(rows, cols);
-    std::vector<int16_t> want_q(f16.size());
-    std::vector<float> want_d(static_cast<size_t>(rows * cols / 64));
-    if (fits) repack_rows_f16_as_i16_panel(f16.data(), want_q.data(), want_d.data(), rows, cols);
-    for (Isa isa : supported_isas()) {
-      const Kernels& k = kernels_for(isa);
-      const bool has_i16 = k.gemm != nullptr && k.gemm->tile_i16 != nullptr && k.gemm->tile_bf16_dp == nullptr;
+    for (const auto& [label, k] : tables) {
+      const int pr = k.gemm->i16_panel_rows;
+      const bool fits = fits_i16_panels(rows, cols, pr);
+      std::vector<int16_t> want_q(f16.size());
+      std::vector<float> want_d(static_cast<size_t>(rows * cols / 64));
+      if (fits) repack_rows_f16_as_i16_panel(f16.data(), want_q.data(), want_d.data(), rows, cols, pr);
       for (bool logits : {false, true}) {
         for (bool inexact : {false, true}) {
-          SCOPED_TRACE(testing::isa_label(isa) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+          SCOPED_TRACE(label + " " + std::to_string(rows) + "x" + std::to_string(cols) +
                        (logits ? " logits" : " matmul") + (inexact ? ", inexact" : ", f16"));
           MatrixView w{DType::kF16, f16.data(), rows, cols};
           w.f32_activations = logits;
           WeightStorage storage;
           const MatrixView p = prepare_matrix(k, w, pool, storage, inexact);
-          const bool converted = inexact && has_i16 && !logits && fits;
-          if (k.gemm != nullptr && k.gemm->tile_bf16_dp != nullptr) continue;  // bf16 panels: the test above
+          const bool converted = inexact && !logits && fits;
           EXPECT_EQ(p.dtype, DType::kF16);
           EXPECT_EQ(p.layout, converted ? WeightLayout::kI16Panel : WeightLayout::kGguf);
           if (converted) {
             ASSERT_NE(p.i16_scales, nullptr);
+            EXPECT_EQ(p.i16_panel_rows, pr);
             EXPECT_EQ(0, std::memcmp(p.data, want_q.data(), want_q.size() * sizeof(int16_t)));
             EXPECT_EQ(0, std::memcmp(p.i16_scales, want_d.data(), want_d.size() * sizeof(float)));
           } else {

@@ -159,17 +159,18 @@ struct GemmKernels {
   // == 0. Activations take qmax = kI16ActMax into a packed row (q, then d:
   // pack_i16_ref), weights kI16WeightMax at load (the repack with a table,
   // weight_layout.h). tile_i16 computes `panels`
-  // panels of 8 rows, the first at w (int16 quants), each next panel_stride
-  // bytes on, their scales at w_scales + p * scale_stride (floats; a panel's
-  // scales are [n / 64][8]), for `tokens` packed rows x_stride bytes apart;
-  // row j of panel p, token t lands in y[t * y_stride + p * y_panel_stride + j].
+  // panels of i16_panel_rows (R) rows, the first at w (int16 quants), each
+  // next panel_stride bytes on, their scales at w_scales + p * scale_stride
+  // (floats; a panel's scales are [n / 64][R]), for `tokens` packed rows
+  // x_stride bytes apart; row j of panel p, token t lands in
+  // y[t * y_stride + p * y_panel_stride + j].
   // panels <= i16_panels and tokens <= i16_tokens (the prefill tile), or
   // panels <= i16_stream_panels with one token (decode streams).
   void (*quantize_i16)(const float* x, int16_t* q, float* d, int64_t n, int32_t qmax);
   void (*tile_i16)(const int16_t* w, int64_t panel_stride, const float* w_scales, int64_t scale_stride, int panels,
                    const uint8_t* x, int64_t x_stride, int tokens, int64_t n, float* y, int64_t y_stride,
                    int64_t y_panel_stride);
-  int i16_panels, i16_tokens, i16_stream_panels;
+  int i16_panel_rows, i16_panels, i16_tokens, i16_stream_panels;
 
   // Prefill with F16 / BF16 weights through tile_f32 (null where the set
   // does not take this path): widen_f16 / widen_bf16 write w[n] as

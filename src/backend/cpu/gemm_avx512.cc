@@ -14,8 +14,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/gemm_i16_ref.h"
 #include "backend/cpu/gemm_pack.h"
 #include "backend/cpu/gemm_shape_table.h"
 #include "backend/cpu/kernels_internal.h"
@@ -612,6 +614,122 @@ void tile_bf16(const uint16_t* w, int64_t ws, int rows, const float* x, int64_t 
   kBF16Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
 }
 
+// ---- F16 weights as int16 panels (weight_layout.h, gemm_i16_ref.h) ---------
+//
+// For AVX-512 CPUs without AVX512-BF16 (Skylake-SP, Cascade Lake, Ice Lake):
+// panels of 16 rows, one s32 lane per row; vpdpwssd (AVX512-VNNI) adds each
+// lane's two products of a column pair to its group sum exactly, 32 products
+// per instruction against the f32 FMA's 16. The group sums and the float
+// steps per group are those of the AVX2 tile (gemm_avx2.inc), so the bits
+// are the same as there and as dot_i16_ref. Tables with AVX512-BF16 keep the
+// bf16 panels for F16 (prepare_matrix prefers them): on Zen 4 vpdpwssd and
+// vdpbf16ps issue at the same rate, and the bf16 tile has no per-group step.
+
+constexpr int kI16PanelRows = 16;
+// Prefill tile: 12 sums, 12 f32 accumulators, 2 weight vectors and the
+// broadcast pair in the 32 zmm registers (3 x 4, 4 x 3 and 2 x 4 measured
+// the same within this VM's noise, BM_Prefill64 with TESSERA_BENCH_NO_BF16=1).
+constexpr int kI16Panels = 2;
+constexpr int kI16Tokens = 6;
+constexpr int kI16StreamPanels = 4;  // decode: one token, four panel streams
+
+void quantize_i16(const float* x, int16_t* q, float* d, int64_t n, int32_t qmax) {
+  const __m512 inf = _mm512_set1_ps(__builtin_inff());
+  const __m512i hi = _mm512_set1_epi32(qmax), lo = _mm512_set1_epi32(-qmax);
+  for (int64_t g = 0; g < n / kI16GroupCols; ++g) {
+    const float* v = x + g * kI16GroupCols;
+    int16_t* qg = q + g * kI16GroupCols;
+    __m512 vv[4];
+    __m512 m = _mm512_setzero_ps();
+    __mmask16 finite = 0xffff;
+    for (int i = 0; i < 4; ++i) {
+      vv[i] = _mm512_loadu_ps(v + 16 * i);
+      const __m512 a = _mm512_abs_ps(vv[i]);
+      m = _mm512_max_ps(m, a);
+      finite &= _mm512_cmp_ps_mask(a, inf, _CMP_LT_OQ);
+    }
+    const float mx = _mm512_reduce_max_ps(m);
+    const bool all_finite = finite == 0xffff;
+    const float inv = static_cast<float>(qmax) / mx;
+    if (!all_finite || !(inv < __builtin_inff())) {
+      std::memset(qg, 0, sizeof(int16_t) * kI16GroupCols);
+      d[g] = all_finite ? 0.0f : __builtin_nanf("");
+      continue;
+    }
+    const __m512 vinv = _mm512_set1_ps(inv);
+    for (int i = 0; i < 4; ++i) {
+      const __m512i r = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(vv[i], vinv)), lo), hi);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(qg + 16 * i), _mm512_cvtepi32_epi16(r));
+    }
+    d[g] = mx / static_cast<float>(qmax);
+  }
+}
+
+template <int P, int T>
+void tile_i16_pt(const int16_t* w, int64_t ps, const float* ws, int64_t wss, const uint8_t* x, int64_t xs, int64_t n,
+                 float* y, int64_t ys, int64_t yps) {
+  constexpr int kPairs = kI16GroupCols / 2;  // column pairs per group
+  const int64_t groups = n / kI16GroupCols;
+  const int16_t* wp[P];
+  const float* dp[P];
+  for (int p = 0; p < P; ++p) {
+    wp[p] = reinterpret_cast<const int16_t*>(reinterpret_cast<const uint8_t*>(w) + p * ps);
+    dp[p] = ws + p * wss;
+  }
+  const int32_t* xq[T];  // the activation pairs
+  const float* xd[T];    // the group scales
+  for (int t = 0; t < T; ++t) {
+    xq[t] = reinterpret_cast<const int32_t*>(x + t * xs);
+    xd[t] = reinterpret_cast<const float*>(x + t * xs + n * 2);
+  }
+  __m512 acc[P][T];
+  for (int p = 0; p < P; ++p) {
+    for (int t = 0; t < T; ++t) acc[p][t] = _mm512_setzero_ps();
+  }
+  for (int64_t g = 0; g < groups; ++g) {
+    __m512i s[P][T];
+    for (int p = 0; p < P; ++p) {
+      for (int t = 0; t < T; ++t) s[p][t] = _mm512_setzero_si512();
+    }
+    const int64_t k0 = g * kPairs;
+#pragma GCC unroll 2
+    for (int k = 0; k < kPairs; ++k) {
+      __m512i wv[P];
+      for (int p = 0; p < P; ++p) wv[p] = _mm512_loadu_si512(wp[p] + (k0 + k) * 2 * kI16PanelRows);
+      for (int t = 0; t < T; ++t) {
+        const __m512i b = _mm512_set1_epi32(xq[t][k0 + k]);
+        for (int p = 0; p < P; ++p) s[p][t] = _mm512_dpwssd_epi32(s[p][t], wv[p], b);
+      }
+    }
+    for (int p = 0; p < P; ++p) {
+      const __m512 d_w = _mm512_loadu_ps(dp[p] + g * kI16PanelRows);
+      for (int t = 0; t < T; ++t) {
+        const __m512 scale = _mm512_mul_ps(d_w, _mm512_set1_ps(xd[t][g]));
+        acc[p][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[p][t]), scale, acc[p][t]);
+      }
+    }
+  }
+  for (int p = 0; p < P; ++p) {
+    for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys + p * yps, acc[p][t]);
+  }
+}
+
+template <int P, int T>
+struct I16Inst {
+  static void run(const int16_t* w, int64_t ps, const float* ws, int64_t wss, const uint8_t* x, int64_t xs, int64_t n,
+                  float* y, int64_t ys, int64_t yps) {
+    tile_i16_pt<P, T>(w, ps, ws, wss, x, xs, n, y, ys, yps);
+  }
+};
+using I16Fn = void (*)(const int16_t*, int64_t, const float*, int64_t, const uint8_t*, int64_t, int64_t, float*,
+                       int64_t, int64_t);
+constexpr ShapeTable<I16Fn, kI16StreamPanels, kI16Tokens, I16Inst> kI16Tiles{};
+
+void tile_i16(const int16_t* w, int64_t ps, const float* ws, int64_t wss, int panels, const uint8_t* x, int64_t xs,
+              int tokens, int64_t n, float* y, int64_t ys, int64_t yps) {
+  kI16Tiles.fn[panels - 1][tokens - 1](w, ps, ws, wss, x, xs, n, y, ys, yps);
+}
+
 }  // namespace
 
 const GemmKernels kGemmAvx512{
@@ -641,11 +759,12 @@ const GemmKernels kGemmAvx512{
     .tile_bf16_dp_part = nullptr,
     .bf16_panels = 0,
     .bf16_tokens = 0,
-    .quantize_i16 = nullptr,
-    .tile_i16 = nullptr,
-    .i16_panels = 0,
-    .i16_tokens = 0,
-    .i16_stream_panels = 0,
+    .quantize_i16 = quantize_i16,
+    .tile_i16 = tile_i16,
+    .i16_panel_rows = kI16PanelRows,
+    .i16_panels = kI16Panels,
+    .i16_tokens = kI16Tokens,
+    .i16_stream_panels = kI16StreamPanels,
     .widen_f16 = nullptr,
     .widen_bf16 = nullptr,
 };

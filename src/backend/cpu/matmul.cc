@@ -305,17 +305,18 @@ void panel_rows(const GemmKernels& g, const uint8_t* w, int64_t cols, int64_t ro
 void i16_panel_rows(const GemmKernels& g, const MatrixView& w, const uint8_t* x, size_t x_row_bytes, int64_t n_tokens,
                     float* y, int64_t r_begin, int64_t r_end, int n_streams) {
   const int64_t cols = w.cols, rows = w.rows;
-  const auto panel_bytes = static_cast<int64_t>(kI16PanelRows * cols * sizeof(int16_t));
-  const int64_t panel_scales = cols / kI16GroupCols * kI16PanelRows;  // floats
+  const int64_t pr = g.i16_panel_rows;
+  const auto panel_bytes = static_cast<int64_t>(pr * cols * sizeof(int16_t));
+  const int64_t panel_scales = cols / kI16GroupCols * pr;  // floats
   const auto* wb = static_cast<const uint8_t*>(w.data);
   const auto xs = static_cast<int64_t>(x_row_bytes);
-  walk_panels(r_begin / kI16PanelRows, r_end / kI16PanelRows, n_tokens, g.i16_panels, g.i16_tokens,
+  walk_panels(r_begin / pr, r_end / pr, n_tokens, g.i16_panels, g.i16_tokens,
               n_tokens == 1 ? g.i16_stream_panels : g.i16_panels, panel_bytes, n_streams,
               [&](int64_t p, int64_t stride, int64_t np, int64_t t0, int64_t nt) {
                 g.tile_i16(reinterpret_cast<const int16_t*>(wb + p * panel_bytes), stride * panel_bytes,
                            w.i16_scales + p * panel_scales, stride * panel_scales, static_cast<int>(np),
                            x + static_cast<size_t>(t0) * x_row_bytes, xs, static_cast<int>(nt), cols,
-                           y + t0 * rows + p * kI16PanelRows, rows, stride * kI16PanelRows);
+                           y + t0 * rows + p * pr, rows, stride * pr);
               });
 }
 
@@ -598,7 +599,8 @@ void matmul_multi(ThreadPool& pool, const Kernels& k, std::span<const MatmulTarg
   // x16 rows and bf16 panels need the tile kernels.
   TESSERA_CHECK(w0.layout == WeightLayout::kGguf || k.gemm != nullptr);
   TESSERA_CHECK(w0.layout != WeightLayout::kBf16Panel || k.gemm->tile_bf16_dp != nullptr);
-  TESSERA_CHECK(w0.layout != WeightLayout::kI16Panel || k.gemm->tile_i16 != nullptr);
+  TESSERA_CHECK(w0.layout != WeightLayout::kI16Panel ||
+                (k.gemm->tile_i16 != nullptr && w0.i16_panel_rows == k.gemm->i16_panel_rows));
   const bool tiled = k.gemm != nullptr && has_tile_kernel(*k.gemm, w0);
   const bool bf16x = uses_bf16_activations(tiled, w0);
   const bool i16x = tiled && w0.layout == WeightLayout::kI16Panel;

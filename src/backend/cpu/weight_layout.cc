@@ -147,22 +147,23 @@ void repack_rows_f16_as_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t r
   convert_rows_bf16_panel(src, dst, rows, cols, true, [](uint16_t h) { return fp32_to_bf16(fp16_to_fp32(h)); });
 }
 
-void repack_rows_f16_as_i16_panel(const uint16_t* src, int16_t* dst, float* scales, int64_t rows, int64_t cols) {
-  TESSERA_CHECK(fits_i16_panels(rows, cols));
+void repack_rows_f16_as_i16_panel(const uint16_t* src, int16_t* dst, float* scales, int64_t rows, int64_t cols,
+                                  int panel_rows) {
+  TESSERA_CHECK(fits_i16_panels(rows, cols, panel_rows));
   const int64_t groups = cols / kI16GroupCols;
   float v[kI16GroupCols];
   int16_t q[kI16GroupCols];
-  for (int64_t p0 = 0; p0 < rows; p0 += kI16PanelRows) {
-    int16_t* out = dst + p0 * cols;                                   // the panel: [cols / 2][8][2]
-    float* d = scales + p0 / kI16PanelRows * groups * kI16PanelRows;  // [groups][8]
-    for (int64_t j = 0; j < kI16PanelRows; ++j) {
+  for (int64_t p0 = 0; p0 < rows; p0 += panel_rows) {
+    int16_t* out = dst + p0 * cols;   // the panel: [cols / 2][R][2]
+    float* d = scales + p0 * groups;  // [groups][R]
+    for (int64_t j = 0; j < panel_rows; ++j) {
       const uint16_t* in = src + (p0 + j) * cols;
       for (int64_t g = 0; g < groups; ++g) {
         for (int i = 0; i < kI16GroupCols; ++i) v[i] = fp16_to_fp32(in[g * kI16GroupCols + i]);
-        d[g * kI16PanelRows + j] = quantize_i16_group(v, q, kI16WeightMax);
+        d[g * panel_rows + j] = quantize_i16_group(v, q, kI16WeightMax);
         for (int64_t i = 0; i < kI16GroupCols; ++i) {
           const int64_t c = g * kI16GroupCols + i;
-          out[c / 2 * (2 * kI16PanelRows) + 2 * j + c % 2] = q[i];
+          out[c / 2 * (2 * panel_rows) + 2 * j + c % 2] = q[i];
         }
       }
     }
@@ -171,21 +172,27 @@ void repack_rows_f16_as_i16_panel(const uint16_t* src, int16_t* dst, float* scal
 
 void repack_rows_f16_as_i16_panel(const GemmKernels& g, const uint16_t* src, int16_t* dst, float* scales, int64_t rows,
                                   int64_t cols) {
-  TESSERA_CHECK(fits_i16_panels(rows, cols) && g.widen_f16 != nullptr && g.quantize_i16 != nullptr);
+  const int panel_rows = g.i16_panel_rows;
+  TESSERA_CHECK(fits_i16_panels(rows, cols, panel_rows) && g.quantize_i16 != nullptr);
   const int64_t groups = cols / kI16GroupCols;
   std::vector<float> wide(static_cast<size_t>(cols));  // one row in f32
   std::vector<int16_t> q(static_cast<size_t>(cols));   // its quants, row-major
   std::vector<float> d(static_cast<size_t>(groups));   // its group scales
-  for (int64_t p0 = 0; p0 < rows; p0 += kI16PanelRows) {
-    int16_t* out = dst + p0 * cols;                                    // the panel: [cols / 2][8][2]
-    float* ds = scales + p0 / kI16PanelRows * groups * kI16PanelRows;  // [groups][8]
-    for (int64_t j = 0; j < kI16PanelRows; ++j) {
-      g.widen_f16(src + (p0 + j) * cols, wide.data(), cols);
+  for (int64_t p0 = 0; p0 < rows; p0 += panel_rows) {
+    int16_t* out = dst + p0 * cols;    // the panel: [cols / 2][R][2]
+    float* ds = scales + p0 * groups;  // [groups][R]
+    for (int64_t j = 0; j < panel_rows; ++j) {
+      const uint16_t* in = src + (p0 + j) * cols;
+      if (g.widen_f16 != nullptr) {
+        g.widen_f16(in, wide.data(), cols);
+      } else {
+        for (int64_t c = 0; c < cols; ++c) wide[static_cast<size_t>(c)] = fp16_to_fp32(in[c]);
+      }
       g.quantize_i16(wide.data(), q.data(), d.data(), cols, kI16WeightMax);
       for (int64_t k = 0; k < cols / 2; ++k) {
-        std::memcpy(out + k * 2 * kI16PanelRows + 2 * j, q.data() + 2 * k, 2 * sizeof(int16_t));  // column pair k
+        std::memcpy(out + k * 2 * panel_rows + 2 * j, q.data() + 2 * k, 2 * sizeof(int16_t));  // column pair k
       }
-      for (int64_t gi = 0; gi < groups; ++gi) ds[gi * kI16PanelRows + j] = d[static_cast<size_t>(gi)];
+      for (int64_t gi = 0; gi < groups; ++gi) ds[gi * panel_rows + j] = d[static_cast<size_t>(gi)];
     }
   }
 }
@@ -212,8 +219,8 @@ MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& poo
   const bool from_f16 = f16_inexact && w.dtype == DType::kF16;  // values rounded to bf16 or int16
   const bool panels = k.gemm != nullptr && k.gemm->tile_bf16_dp != nullptr && (w.dtype == DType::kBF16 || from_f16) &&
                       !w.f32_activations && fits_bf16_panels(w.rows, w.cols);
-  const bool i16 = !panels && from_f16 && k.gemm != nullptr && k.gemm->tile_i16 != nullptr &&
-                   k.gemm->widen_f16 != nullptr && !w.f32_activations && fits_i16_panels(w.rows, w.cols);
+  const bool i16 = !panels && from_f16 && k.gemm != nullptr && k.gemm->tile_i16 != nullptr && !w.f32_activations &&
+                   fits_i16_panels(w.rows, w.cols, k.gemm->i16_panel_rows);
   const bool is_float = w.dtype == DType::kF16 || w.dtype == DType::kBF16 || w.dtype == DType::kF32;
   if (!x16 && !panels && !i16 && !(is_float && MappedFile::contains(src, bytes))) return w;
   uint8_t* const copy =
@@ -225,7 +232,7 @@ MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& poo
         reinterpret_cast<float*>(storage.emplace_back(static_cast<size_t>(w.rows * groups) * sizeof(float)).data());
   }
   // Whole panels per thread (the last bf16 panel may hold fewer rows).
-  const int64_t panel_rows = panels ? kBf16PanelRows : i16 ? kI16PanelRows : 1;
+  const int64_t panel_rows = panels ? kBf16PanelRows : i16 ? k.gemm->i16_panel_rows : 1;
   const int64_t units = (w.rows + panel_rows - 1) / panel_rows;
   pool.parallel_for(units, [&](int64_t u0, int64_t u1) {
     const int64_t r0 = u0 * panel_rows;
@@ -259,6 +266,7 @@ MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& poo
                         : WeightLayout::kGguf;
   if (panels) out.dtype = DType::kBF16;  // an F16 matrix's values are bf16 now (same bytes per element)
   out.i16_scales = i16_scales;
+  out.i16_panel_rows = i16 ? k.gemm->i16_panel_rows : 0;
   return out;
 }
 

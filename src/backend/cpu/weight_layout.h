@@ -49,18 +49,19 @@
 //   for matrices with an even number of columns; a panel is its rows' bytes,
 //   so ranges of whole panels are still row ranges.
 //
-//   int16 panels (F16 weights on AVX2 tables with tile_i16, gemm.h, under
+//   int16 panels (F16 weights on tables with tile_i16, gemm.h, under
 //   BackendOptions::f16_matmul auto): each row's values quantized per group
 //   of 64 columns to int16 quants |q| <= 2047 and one f32 scale
-//   (gemm_i16_ref.h quantize_i16_group); the quants in panels of
-//   kI16PanelRows = 8 consecutive rows, column pairs pair-major: quant
-//   (row j, column c) of a panel is at int16 index (c / 2) * 16 + 2 * j +
-//   c % 2. One 32-byte load is then column pair k of 8 rows, the operand
-//   vpmaddwd multiplies with a broadcast activation pair (the bf16 panels'
-//   scheme with 8 rows). The scales lie apart, f32 [rows / 8][cols / 64][8]:
-//   group g of a panel's 8 rows is one 32-byte load. A panel is its rows'
-//   bytes (2 per element, as F16), so ranges of whole panels are still row
-//   ranges; only for rows % 8 == 0 and cols % 64 == 0.
+//   (gemm_i16_ref.h quantize_i16_group); the quants in panels of R
+//   consecutive rows (the table's i16_panel_rows: 8 on AVX2, 16 on
+//   AVX-512), column pairs pair-major: quant (row j, column c) of a panel
+//   is at int16 index (c / 2) * 2R + 2 * j + c % 2. One vector load (32 or
+//   64 bytes) is then column pair k of R rows, the operand vpmaddwd /
+//   vpdpwssd multiplies with a broadcast activation pair (the bf16 panels'
+//   scheme). The scales lie apart, f32 [rows / R][cols / 64][R]: group g of
+//   a panel's rows is one vector load. A panel is its rows' bytes (2 per
+//   element, as F16), so ranges of whole panels are still row ranges; only
+//   for rows % R == 0 and cols % 64 == 0.
 #pragma once
 
 #include <cstdint>
@@ -105,23 +106,23 @@ void unpack_rows_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, in
 // exponent range). src holds rows * cols f16, dst rows * cols bf16.
 void repack_rows_f16_as_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t cols);
 
-// Rows per int16 panel.
-inline constexpr int kI16PanelRows = 8;
-
-// Whether an F16 matrix of rows × cols can take the int16 panel layout.
-inline bool fits_i16_panels(int64_t rows, int64_t cols) {
-  return rows > 0 && cols > 0 && rows % kI16PanelRows == 0 && cols % 64 == 0;
+// Whether an F16 matrix of rows × cols can take int16 panels of
+// panel_rows rows.
+inline bool fits_i16_panels(int64_t rows, int64_t cols, int panel_rows) {
+  return rows > 0 && cols > 0 && panel_rows > 0 && rows % panel_rows == 0 && cols % 64 == 0;
 }
 
 // Quantizes `rows` F16 rows of `cols` elements (GGUF layout, row-major;
-// rows a multiple of kI16PanelRows, so whole panels) into int16 panels:
-// dst[rows * cols] quants, scales[rows / 8 * cols / 64 * 8] f32, each group
-// by quantize_i16_group(·, ·, kI16WeightMax) of its exact f32 values.
-// Requires fits_i16_panels(rows, cols).
-void repack_rows_f16_as_i16_panel(const uint16_t* src, int16_t* dst, float* scales, int64_t rows, int64_t cols);
-// The same, bit for bit, through g's widen_f16 and quantize_i16 (both
-// required): what prepare_matrix runs (the scalar form took ~3x as long to
-// load a 1.1B F16 model).
+// whole panels) into int16 panels of panel_rows rows: dst[rows * cols]
+// quants, scales[rows * cols / 64] f32 ([rows / R][cols / 64][R]), each
+// group by quantize_i16_group(·, ·, kI16WeightMax) of its exact f32 values.
+// Requires fits_i16_panels(rows, cols, panel_rows).
+void repack_rows_f16_as_i16_panel(const uint16_t* src, int16_t* dst, float* scales, int64_t rows, int64_t cols,
+                                  int panel_rows);
+// The same, bit for bit, in g's panel height (i16_panel_rows) through g's
+// quantize_i16 (required) and widen_f16 (where the table has it; a scalar
+// conversion otherwise): what prepare_matrix runs (the all-scalar form took
+// ~5x as long to load a 1.1B F16 model).
 void repack_rows_f16_as_i16_panel(const GemmKernels& g, const uint16_t* src, int16_t* dst, float* scales, int64_t rows,
                                   int64_t cols);
 
@@ -157,10 +158,11 @@ using WeightStorage = std::vector<WeightCopy>;
 //   copy in the bf16 panel layout; with f16_inexact, an F16 matrix on the
 //   same terms too, its values rounded to bf16 (repack_rows_f16_as_bf16_panel;
 //   the returned view is then BF16: BackendOptions::f16_matmul); with
-//   f16_inexact on a table without tile_bf16_dp but with tile_i16 (AVX2),
-//   an F16 matrix that fits_i16_panels and is not f32_activations: a copy
-//   in the int16 panel layout and a second copy with its scales (the view
-//   stays F16, layout kI16Panel, i16_scales set);
+//   f16_inexact on a table without tile_bf16_dp but with tile_i16 (AVX2;
+//   AVX-512 without AVX512-BF16), an F16 matrix that fits_i16_panels in the
+//   table's panel height and is not f32_activations: a copy in the int16
+//   panel layout and a second copy with its scales (the view stays F16,
+//   layout kI16Panel, i16_scales and i16_panel_rows set);
 // - an F16 / BF16 / F32 matrix that lies in a mapped model file, a plain
 //   copy in anonymous memory: the file's page-cache pages are 4 KiB, and
 //   decode streaming an F16 1.1B model from them ran at 0.6-0.8x the speed
