@@ -147,7 +147,8 @@ TEST(ConvertHf, F16AndQ8ArgmaxOfFirstPositions) {
 //   Zen 4: 24, 24 and 11 of 24 for the three prompts), and every position's
 //   logits stay within 3e-2 of the exact f16 path's (logits up to ~2.6 in
 //   magnitude; measured 2.3e-2: docs/quantization.md round 14).
-// - AVX2 (tile_i16): weights quantized to int16 per 64-column group at load,
+// - AVX2, or AVX-512 without AVX512-BF16 (tile_i16; the same bits on every
+//   table): weights quantized to int16 per 64-column group at load,
 //   activations per product (gemm_i16_ref.h). All 24 greedy tokens of each
 //   prompt equal transformers', and the logits stay within 5e-3 of the exact
 //   path's (measured 3.3e-3, against bf16's 2.3e-2: docs/quantization.md
