@@ -150,8 +150,8 @@ struct GemmKernels {
                             float* y, int64_t y_stride);
   int bf16_panels, bf16_tokens;
 
-  // F16 weights as int16 panels (weight_layout.h; AVX2 tables, null
-  // elsewhere) against activations quantized to int16 (gemm_i16_ref.h: the
+  // F16 weights as int16 panels (weight_layout.h; the AVX2 and AVX-512
+  // tables, with 8- and 16-row panels) against activations quantized to int16 (gemm_i16_ref.h: the
   // format, the bounds that keep the integer sums exact, and the scalar
   // reference every element equals bit for bit, in every tile shape).
   // quantize_i16 writes x[n] as quants q[n] and group scales d[n / 64],

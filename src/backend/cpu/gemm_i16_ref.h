@@ -1,5 +1,5 @@
-// Scalar reference of the AVX2 int16 tile kernel (GemmKernels::quantize_i16,
-// tile_i16 in gemm.h), bit for bit, and the group quantization that both the
+// Scalar reference of the int16 tile kernels (GemmKernels::quantize_i16,
+// tile_i16 in gemm.h; AVX2 and AVX-512), bit for bit, and the group quantization that both the
 // weight repack (weight_layout.h repack_rows_f16_as_i16_panel) and the
 // activation packing use.
 //

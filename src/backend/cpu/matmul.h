@@ -57,8 +57,9 @@ struct MatrixView {
 // across calls). BF16 weights in the bf16 panel layout (prepare_matrix makes
 // it on tables with tile_bf16_dp, AVX512-BF16) take x rounded to bf16 the
 // same way (pack_bf16); BF16 rows in the GGUF layout take f32 x. F16
-// weights in the int16 panel layout (prepare_matrix makes it on AVX2 tables
-// with tile_i16) take x quantized per 64-element group to int16 (quantize_i16).
+// weights in the int16 panel layout (prepare_matrix makes it on tables with
+// tile_i16 and without tile_bf16_dp: AVX2, AVX-512 without AVX512-BF16) take
+// x quantized per 64-element group to int16 (quantize_i16).
 // A matrix in int16 panels gives the same bits as dot_i16_ref (gemm_i16_ref.h)
 // per element, whatever the batch.
 // Q8_K is an activation format and not accepted as weights;
