@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -90,14 +91,20 @@ TEST(GemmI16, PackMatchesReference) {
     for (int64_t n : {64, 128, 640, 2048}) {
       std::vector<float> x = random_floats(n, static_cast<uint32_t>(n), 3.0f);
       // Group 1: a zero group; group 2 (if any): a NaN; group 3: ties at
-      // the scale (max 16383 makes inv 1); group 4: a tiny group.
+      // the scale (max 16383 makes inv 1); group 4: a group so small that
+      // qmax / max overflows; group 5: an Inf; group 6: a subnormal among
+      // normal values.
       if (n >= 128) std::fill(x.begin() + 64, x.begin() + 128, 0.0f);
       if (n >= 192) x[150] = std::nanf("");
       if (n >= 256) {
         for (int i = 0; i < 64; ++i) x[static_cast<size_t>(192 + i)] = static_cast<float>(i) + 0.5f;
         x[192] = 16383.0f;
       }
-      if (n >= 320) x[300] = -1e-39f;
+      if (n >= 320) {
+        for (int i = 0; i < 64; ++i) x[static_cast<size_t>(256 + i)] = (i % 2 == 0 ? 1e-36f : -3e-37f) * (i + 1);
+      }
+      if (n >= 384) x[330] = -std::numeric_limits<float>::infinity();
+      if (n >= 448) x[400] = -1e-39f;
       const auto bytes = static_cast<size_t>(packed_i16_row_bytes(n));
       std::vector<uint8_t> got(bytes, 0xab), want(bytes, 0xcd);
       pack(g, x.data(), got.data(), n);
@@ -271,10 +278,66 @@ TEST(GemmI16, TileMatchesReferenceBitsInEveryShapeAndTheF32ProductWithinTheBound
   }
 }
 
+// The exact-sum bound at its extreme: every weight quant at ±2047 and every
+// activation quant at ±16383 with matching signs, so each group's integer
+// sum is ±2047 · 16383 · 64 = ±2,146,304,064, just under 2^31 (a wrapped
+// sum would change sign). Every table's tile, every shape it takes, against
+// dot_i16_ref bit for bit and against the exact value within float rounding.
+TEST(GemmI16, GroupSumsAtTheBoundStayExact) {
+  const std::vector<Isa> isas = i16_isas();
+  if (isas.empty()) GTEST_SKIP() << "no table with tile_i16 on this CPU";
+  const int64_t n = 256, tokens = 2;
+  for (Isa isa : isas) {
+    SCOPED_TRACE(isa_label(isa));
+    const GemmKernels& g = *kernels_for(isa).gemm;
+    const int pr = g.i16_panel_rows;
+    const int64_t rows = pr;
+    // Row r: +1.5 or -1.5 (by r's parity) times a sign pattern over the
+    // columns; token 0 the same pattern, token 1 its negation.
+    auto sign = [](int64_t c) { return ((c * 37) >> 3) % 2 == 0 ? 1.0f : -1.0f; };
+    std::vector<uint16_t> w(static_cast<size_t>(rows * n));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < n; ++c)
+        w[static_cast<size_t>(r * n + c)] = fp32_to_fp16((r % 2 == 0 ? 1.5f : -1.5f) * sign(c));
+    }
+    std::vector<float> x(static_cast<size_t>(tokens * n));
+    for (int64_t c = 0; c < n; ++c) {
+      x[static_cast<size_t>(c)] = 3.0f * sign(c);
+      x[static_cast<size_t>(n + c)] = -3.0f * sign(c);
+    }
+    std::vector<int16_t> wq(w.size());
+    std::vector<float> wd(static_cast<size_t>(rows * n / kI16GroupCols));
+    repack_rows_f16_as_i16_panel(g, w.data(), wq.data(), wd.data(), rows, n);
+    for (int16_t q : wq) ASSERT_EQ(std::abs(q), kI16WeightMax);
+    const auto xs = packed_i16_row_bytes(n);
+    std::vector<uint8_t> xp(static_cast<size_t>(tokens * xs));
+    for (int64_t t = 0; t < tokens; ++t) pack(g, x.data() + t * n, xp.data() + t * xs, n);
+    std::vector<float> y(static_cast<size_t>(tokens * rows), std::nanf(""));
+    g.tile_i16(wq.data(), pr * n * 2, wd.data(), n / kI16GroupCols * pr, 1, xp.data(), xs, static_cast<int>(tokens), n,
+               y.data(), rows, pr);
+    std::vector<int16_t> row_q(static_cast<size_t>(n));
+    std::vector<float> row_d(static_cast<size_t>(n / kI16GroupCols));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < n; ++c)
+        row_q[static_cast<size_t>(c)] = wq[static_cast<size_t>(c / 2 * 2 * pr + 2 * r + c % 2)];
+      for (int64_t gi = 0; gi < n / kI16GroupCols; ++gi)
+        row_d[static_cast<size_t>(gi)] = wd[static_cast<size_t>(gi * pr + r)];
+      for (int64_t t = 0; t < tokens; ++t) {
+        const float got = y[static_cast<size_t>(t * rows + r)];
+        const float ref = dot_i16_ref(row_q.data(), row_d.data(), xp.data() + t * xs, n);
+        ASSERT_EQ(0, std::memcmp(&got, &ref, sizeof(float))) << "r=" << r << " t=" << t;
+        const double exact = (r % 2 == 0 ? 1.5 : -1.5) * (t == 0 ? 3.0 : -3.0) * static_cast<double>(n);
+        ASSERT_NEAR(got, exact, 1e-5 * std::fabs(exact)) << "r=" << r << " t=" << t;
+      }
+    }
+  }
+}
+
 // Every table with tile_i16 (AVX2, AVX-VNNI, AVX-512; different panel
 // heights) gives the same bits for the same rows and activations: the group
 // sums are exact and the float steps the same. Activations at the quant
-// range's ends: the exact-sum bound's worst case.
+// range's ends in a pattern that differs from pair to pair (the bound
+// itself: GroupSumsAtTheBoundStayExact).
 TEST(GemmI16, AllTablesGiveTheSameBits) {
   const std::vector<Isa> isas = i16_isas();
   if (isas.size() < 2) GTEST_SKIP() << "fewer than two tables with tile_i16 on this CPU";

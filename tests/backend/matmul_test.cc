@@ -235,13 +235,19 @@ TEST(Matmul, BatchAndThreadInvariant) {
 // and a mixed-dtype list (the per-matrix fallback).
 TEST(Matmul, MultiEqualsSeparateCalls) {
   const int64_t cols = 512;
-  const std::pair<DType, bool> cases[] = {{DType::kF16, false},  {DType::kF16, true},   {DType::kBF16, false},
-                                          {DType::kQ8_0, false}, {DType::kQ4_0, false}, {DType::kQ4_K, false}};
-  for (const auto& [t, inexact] : cases) {
-    // BF16 rows in whole panels, so that all three stack as bf16 panels (F16
-    // with inexact: as bf16 or int16 panels).
-    const bool panels = t == DType::kBF16 || inexact;
-    const Matrix a = make_matrix(t, panels ? 208 : 200, cols, 21), b = make_matrix(t, panels ? 48 : 37, cols, 22),
+  struct Case {
+    DType t;
+    bool inexact;
+    int64_t a_rows, b_rows;
+  };
+  // BF16 rows in whole 16-row panels, so that all three stack as bf16
+  // panels; F16 with inexact as bf16 or int16 panels, once with 200 rows
+  // (8-row panels that end inside a 16-row thread granule on AVX2).
+  const Case cases[] = {{DType::kF16, false, 200, 37},  {DType::kF16, true, 208, 48},   {DType::kF16, true, 200, 48},
+                        {DType::kBF16, false, 208, 48}, {DType::kQ8_0, false, 200, 37}, {DType::kQ4_0, false, 200, 37},
+                        {DType::kQ4_K, false, 200, 37}};
+  for (const auto& [t, inexact, a_rows, b_rows] : cases) {
+    const Matrix a = make_matrix(t, a_rows, cols, 21), b = make_matrix(t, b_rows, cols, 22),
                  c = make_matrix(t, 64, cols, 23);
     const Matrix mixed = make_matrix(t == DType::kQ8_0 ? DType::kQ6_K : DType::kQ8_0, 48, cols, 24);
     for (const auto& [isa, widen, strip_bf16] : isa_widen_settings()) {

@@ -616,7 +616,8 @@ void tile_bf16(const uint16_t* w, int64_t ws, int rows, const float* x, int64_t 
 
 // ---- F16 weights as int16 panels (weight_layout.h, gemm_i16_ref.h) ---------
 //
-// For AVX-512 CPUs without AVX512-BF16 (Skylake-SP, Cascade Lake, Ice Lake):
+// For AVX-512 CPUs without AVX512-BF16 (Cascade Lake, Ice Lake; Skylake-SP has
+// no AVX512-VNNI and takes the AVX2 table):
 // panels of 16 rows, one s32 lane per row; vpdpwssd (AVX512-VNNI) adds each
 // lane's two products of a column pair to its group sum exactly, 32 products
 // per instruction against the f32 FMA's 16. The group sums and the float

@@ -43,6 +43,7 @@ constexpr size_t kTileBytes = 192 * 1024;
 // threads never write the same cache line of y for decode.
 constexpr int64_t kRowGranule = 16;
 static_assert(kRowGranule % kBf16PanelRows == 0, "thread chunks of bf16 panels start on panel boundaries");
+static_assert(kRowGranule % 16 == 0, "thread chunks of int16 panels (8 or 16 rows) start on panel boundaries");
 
 // Decode (one token) streams every weight row once from DRAM. A chunk of
 // rows [r_begin, r_end) is cut into up to k.decode_streams equal
@@ -306,6 +307,7 @@ void i16_panel_rows(const GemmKernels& g, const MatrixView& w, const uint8_t* x,
                     float* y, int64_t r_begin, int64_t r_end, int n_streams) {
   const int64_t cols = w.cols, rows = w.rows;
   const int64_t pr = g.i16_panel_rows;
+  TESSERA_CHECK(r_begin % pr == 0 && r_end % pr == 0);  // whole panels (kRowGranule, fits_i16_panels)
   const auto panel_bytes = static_cast<int64_t>(pr * cols * sizeof(int16_t));
   const int64_t panel_scales = cols / kI16GroupCols * pr;  // floats
   const auto* wb = static_cast<const uint8_t*>(w.data);
@@ -587,7 +589,7 @@ void matmul_multi(ThreadPool& pool, const Kernels& k, std::span<const MatmulTarg
   const bool shared = (w0.layout != WeightLayout::kBf16Panel || panel_aligned) &&
                       std::all_of(targets.begin(), targets.end(), [&](const MatmulTarget& t) {
                         return t.w.dtype == w0.dtype && t.w.cols == w0.cols && t.w.layout == w0.layout &&
-                               t.w.f32_activations == w0.f32_activations;
+                               t.w.f32_activations == w0.f32_activations && t.w.i16_panel_rows == w0.i16_panel_rows;
                       });
   if (!shared) {
     for (const MatmulTarget& t : targets)

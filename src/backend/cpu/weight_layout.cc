@@ -226,7 +226,7 @@ MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& poo
   uint8_t* const copy =
       storage.emplace_back(bytes).data();  // (a later emplace_back moves the WeightCopy, not its bytes)
   const int64_t groups = w.cols / kI16GroupCols;
-  float* i16_scales = nullptr;  // [rows / 8][groups][8]
+  float* i16_scales = nullptr;  // [rows / R][groups][R]
   if (i16) {
     i16_scales =
         reinterpret_cast<float*>(storage.emplace_back(static_cast<size_t>(w.rows * groups) * sizeof(float)).data());
