@@ -143,8 +143,9 @@ const Weights& weights(DType t, int64_t rows = kRows, int64_t cols = kCols) {
              fits_i16_panels(rows, cols, g->i16_panel_rows)) {
     std::vector<uint8_t> packed(one.size());
     std::vector<float> scales(static_cast<size_t>(rows * cols / 64));
-    repack_rows_f16_as_i16_panel(*g, reinterpret_cast<const uint16_t*>(one.data()),
-                                 reinterpret_cast<int16_t*>(packed.data()), scales.data(), rows, cols);
+    repack_rows_f16_as_i16_panel(reinterpret_cast<const uint16_t*>(one.data()),
+                                 reinterpret_cast<int16_t*>(packed.data()), scales.data(), rows, cols,
+                                 g->i16_panel_rows, g);
     for (size_t i = 0; i < n_copies; ++i) {
       w.x16.push_back(packed);
       w.i16_scales.push_back(scales);
@@ -179,10 +180,7 @@ void run_matmul(benchmark::State& state, DType t, int64_t n_tokens, bool hot = f
     const auto& copies = x16 ? w.x16 : w.copies;
     const size_t c = hot ? 0 : i++ % copies.size();
     MatrixView view{t, copies[c].data(), rows, cols, x16 ? w.layout : WeightLayout::kGguf};
-    if (x16 && w.layout == WeightLayout::kI16Panel) {
-      view.i16_scales = w.i16_scales[c].data();
-      view.i16_panel_rows = bench_kernels().gemm->i16_panel_rows;
-    }
+    if (x16 && w.layout == WeightLayout::kI16Panel) view.i16_scales = w.i16_scales[c].data();
     matmul(pool, table(tiled), view, x.data(), n_tokens, y.data(), scratch);
     benchmark::DoNotOptimize(y.data());
   }

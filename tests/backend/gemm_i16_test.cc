@@ -156,7 +156,7 @@ TEST(GemmI16, PanelRepackPlacesQuantsAndScales) {
       SCOPED_TRACE(isa_label(isa));
       std::vector<int16_t> q2(q.size(), -1);
       std::vector<float> d2(d.size(), -1.0f);
-      repack_rows_f16_as_i16_panel(g, w.data(), q2.data(), d2.data(), rows, cols);
+      repack_rows_f16_as_i16_panel(w.data(), q2.data(), d2.data(), rows, cols, pr, &g);
       EXPECT_EQ(q2, q);
       EXPECT_EQ(0, std::memcmp(d2.data(), d.data(), d.size() * sizeof(float)));
     }
@@ -307,7 +307,7 @@ TEST(GemmI16, GroupSumsAtTheBoundStayExact) {
     }
     std::vector<int16_t> wq(w.size());
     std::vector<float> wd(static_cast<size_t>(rows * n / kI16GroupCols));
-    repack_rows_f16_as_i16_panel(g, w.data(), wq.data(), wd.data(), rows, n);
+    repack_rows_f16_as_i16_panel(w.data(), wq.data(), wd.data(), rows, n, pr, &g);
     for (int16_t q : wq) ASSERT_EQ(std::abs(q), kI16WeightMax);
     const auto xs = packed_i16_row_bytes(n);
     std::vector<uint8_t> xp(static_cast<size_t>(tokens * xs));

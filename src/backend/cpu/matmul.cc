@@ -589,7 +589,7 @@ void matmul_multi(ThreadPool& pool, const Kernels& k, std::span<const MatmulTarg
   const bool shared = (w0.layout != WeightLayout::kBf16Panel || panel_aligned) &&
                       std::all_of(targets.begin(), targets.end(), [&](const MatmulTarget& t) {
                         return t.w.dtype == w0.dtype && t.w.cols == w0.cols && t.w.layout == w0.layout &&
-                               t.w.f32_activations == w0.f32_activations && t.w.i16_panel_rows == w0.i16_panel_rows;
+                               t.w.f32_activations == w0.f32_activations;
                       });
   if (!shared) {
     for (const MatmulTarget& t : targets)
@@ -601,8 +601,7 @@ void matmul_multi(ThreadPool& pool, const Kernels& k, std::span<const MatmulTarg
   // x16 rows and bf16 panels need the tile kernels.
   TESSERA_CHECK(w0.layout == WeightLayout::kGguf || k.gemm != nullptr);
   TESSERA_CHECK(w0.layout != WeightLayout::kBf16Panel || k.gemm->tile_bf16_dp != nullptr);
-  TESSERA_CHECK(w0.layout != WeightLayout::kI16Panel ||
-                (k.gemm->tile_i16 != nullptr && w0.i16_panel_rows == k.gemm->i16_panel_rows));
+  TESSERA_CHECK(w0.layout != WeightLayout::kI16Panel || k.gemm->tile_i16 != nullptr);
   const bool tiled = k.gemm != nullptr && has_tile_kernel(*k.gemm, w0);
   const bool bf16x = uses_bf16_activations(tiled, w0);
   const bool i16x = tiled && w0.layout == WeightLayout::kI16Panel;

@@ -40,11 +40,10 @@ struct MatrixView {
   // bf16-activation tile (gemm.h tile_bf16_dp), so prepare_matrix leaves
   // the rows in the GGUF layout; set for the output head (MatrixUse::kLogits).
   bool f32_activations = false;
-  // kI16Panel: the group scales, f32 [rows / R][cols / 64][R]
-  // (weight_layout.h); not owned (prepare_matrix's storage holds them).
+  // kI16Panel: the group scales, f32 [rows / R][cols / 64][R] (weight_layout.h;
+  // R: the preparing table's i16_panel_rows); not owned (prepare_matrix's
+  // storage holds them).
   const float* i16_scales = nullptr;
-  // kI16Panel: rows per panel (the preparing table's i16_panel_rows).
-  int i16_panel_rows = 0;
 };
 
 // y[n_tokens, rows] = x[n_tokens, cols] · Wᵀ, f32 in/out. Multi-threaded over

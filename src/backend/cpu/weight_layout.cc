@@ -148,32 +148,8 @@ void repack_rows_f16_as_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t r
 }
 
 void repack_rows_f16_as_i16_panel(const uint16_t* src, int16_t* dst, float* scales, int64_t rows, int64_t cols,
-                                  int panel_rows) {
-  TESSERA_CHECK(fits_i16_panels(rows, cols, panel_rows));
-  const int64_t groups = cols / kI16GroupCols;
-  float v[kI16GroupCols];
-  int16_t q[kI16GroupCols];
-  for (int64_t p0 = 0; p0 < rows; p0 += panel_rows) {
-    int16_t* out = dst + p0 * cols;   // the panel: [cols / 2][R][2]
-    float* d = scales + p0 * groups;  // [groups][R]
-    for (int64_t j = 0; j < panel_rows; ++j) {
-      const uint16_t* in = src + (p0 + j) * cols;
-      for (int64_t g = 0; g < groups; ++g) {
-        for (int i = 0; i < kI16GroupCols; ++i) v[i] = fp16_to_fp32(in[g * kI16GroupCols + i]);
-        d[g * panel_rows + j] = quantize_i16_group(v, q, kI16WeightMax);
-        for (int64_t i = 0; i < kI16GroupCols; ++i) {
-          const int64_t c = g * kI16GroupCols + i;
-          out[c / 2 * (2 * panel_rows) + 2 * j + c % 2] = q[i];
-        }
-      }
-    }
-  }
-}
-
-void repack_rows_f16_as_i16_panel(const GemmKernels& g, const uint16_t* src, int16_t* dst, float* scales, int64_t rows,
-                                  int64_t cols) {
-  const int panel_rows = g.i16_panel_rows;
-  TESSERA_CHECK(fits_i16_panels(rows, cols, panel_rows) && g.quantize_i16 != nullptr);
+                                  int panel_rows, const GemmKernels* g) {
+  TESSERA_CHECK(fits_i16_panels(rows, cols, panel_rows) && (g == nullptr || g->quantize_i16 != nullptr));
   const int64_t groups = cols / kI16GroupCols;
   std::vector<float> wide(static_cast<size_t>(cols));  // one row in f32
   std::vector<int16_t> q(static_cast<size_t>(cols));   // its quants, row-major
@@ -183,12 +159,19 @@ void repack_rows_f16_as_i16_panel(const GemmKernels& g, const uint16_t* src, int
     float* ds = scales + p0 * groups;  // [groups][R]
     for (int64_t j = 0; j < panel_rows; ++j) {
       const uint16_t* in = src + (p0 + j) * cols;
-      if (g.widen_f16 != nullptr) {
-        g.widen_f16(in, wide.data(), cols);
+      if (g != nullptr && g->widen_f16 != nullptr) {
+        g->widen_f16(in, wide.data(), cols);
       } else {
         for (int64_t c = 0; c < cols; ++c) wide[static_cast<size_t>(c)] = fp16_to_fp32(in[c]);
       }
-      g.quantize_i16(wide.data(), q.data(), d.data(), cols, kI16WeightMax);
+      if (g != nullptr) {
+        g->quantize_i16(wide.data(), q.data(), d.data(), cols, kI16WeightMax);
+      } else {
+        for (int64_t gi = 0; gi < groups; ++gi) {
+          d[static_cast<size_t>(gi)] =
+              quantize_i16_group(wide.data() + gi * kI16GroupCols, q.data() + gi * kI16GroupCols, kI16WeightMax);
+        }
+      }
       for (int64_t k = 0; k < cols / 2; ++k) {
         std::memcpy(out + k * 2 * panel_rows + 2 * j, q.data() + 2 * k, 2 * sizeof(int16_t));  // column pair k
       }
@@ -241,8 +224,8 @@ MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& poo
     if (x16) {
       repack_rows_x16(w.dtype, src + off, copy + off, r1 - r0, w.cols);
     } else if (i16) {
-      repack_rows_f16_as_i16_panel(*k.gemm, reinterpret_cast<const uint16_t*>(src + off),
-                                   reinterpret_cast<int16_t*>(copy + off), i16_scales + r0 * groups, r1 - r0, w.cols);
+      repack_rows_f16_as_i16_panel(reinterpret_cast<const uint16_t*>(src + off), reinterpret_cast<int16_t*>(copy + off),
+                                   i16_scales + r0 * groups, r1 - r0, w.cols, static_cast<int>(panel_rows), k.gemm);
     } else if (panels) {
       const auto* in = reinterpret_cast<const uint16_t*>(src + off);
       auto* out = reinterpret_cast<uint16_t*>(copy + off);
@@ -266,7 +249,6 @@ MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& poo
                         : WeightLayout::kGguf;
   if (panels) out.dtype = DType::kBF16;  // an F16 matrix's values are bf16 now (same bytes per element)
   out.i16_scales = i16_scales;
-  out.i16_panel_rows = i16 ? k.gemm->i16_panel_rows : 0;
   return out;
 }
 

@@ -116,15 +116,12 @@ inline bool fits_i16_panels(int64_t rows, int64_t cols, int panel_rows) {
 // whole panels) into int16 panels of panel_rows rows: dst[rows * cols]
 // quants, scales[rows * cols / 64] f32 ([rows / R][cols / 64][R]), each
 // group by quantize_i16_group(·, ·, kI16WeightMax) of its exact f32 values.
-// Requires fits_i16_panels(rows, cols, panel_rows).
+// With g, through g's quantize_i16 (and widen_f16 where the table has one):
+// what prepare_matrix runs, ~5x faster than the scalar form that g null
+// gives; the bits are the same. Requires fits_i16_panels(rows, cols,
+// panel_rows).
 void repack_rows_f16_as_i16_panel(const uint16_t* src, int16_t* dst, float* scales, int64_t rows, int64_t cols,
-                                  int panel_rows);
-// The same, bit for bit, in g's panel height (i16_panel_rows) through g's
-// quantize_i16 (required) and widen_f16 (where the table has it; a scalar
-// conversion otherwise): what prepare_matrix runs (the all-scalar form took
-// ~5x as long to load a 1.1B F16 model).
-void repack_rows_f16_as_i16_panel(const GemmKernels& g, const uint16_t* src, int16_t* dst, float* scales, int64_t rows,
-                                  int64_t cols);
+                                  int panel_rows, const GemmKernels* g = nullptr);
 
 // Blocks per interleaved group (Q4_0, Q8_0) and super-blocks per group (Q4_K).
 inline constexpr int kX16Blocks = 16;
@@ -162,7 +159,8 @@ using WeightStorage = std::vector<WeightCopy>;
 //   AVX-512 without AVX512-BF16), an F16 matrix that fits_i16_panels in the
 //   table's panel height and is not f32_activations: a copy in the int16
 //   panel layout and a second copy with its scales (the view stays F16,
-//   layout kI16Panel, i16_scales and i16_panel_rows set);
+//   layout kI16Panel, i16_scales set; its panels are the table's
+//   i16_panel_rows high);
 // - an F16 / BF16 / F32 matrix that lies in a mapped model file, a plain
 //   copy in anonymous memory: the file's page-cache pages are 4 KiB, and
 //   decode streaming an F16 1.1B model from them ran at 0.6-0.8x the speed
