@@ -71,6 +71,14 @@ class DeviceMatrix {
   // from (false when it made its own copy: the caller may then free memory
   // it owned for that view, e.g. a tensor-parallel column split).
   bool reads_source() const { return reads_source_; }
+  // Bytes one pass over the matrix reads in the layout the backend runs
+  // (quants, scales, panels): what a decode step reads of it, the numerator
+  // of `tessera bench`'s roofline. Default: the file layout's
+  // rows * dtype_row_bytes(dtype, cols); a backend that re-lays the matrix
+  // out in a different size says so.
+  virtual uint64_t read_bytes() const {
+    return static_cast<uint64_t>(rows_) * dtype_row_bytes(dtype_, cols_);
+  }
 
  protected:
   DeviceMatrix(DType dtype, int64_t rows, int64_t cols, bool reads_source = true)

@@ -83,7 +83,17 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   info.n_heads = c.n_heads;
   info.n_kv_heads = c.n_kv_heads;
   info.head_dim = c.head_dim;
-  info.weight_bytes = impl->model->weights().matrix_bytes();
+  // The whole model's matrices in the backend's layouts. A rank of a
+  // parallel run holds only its shard: the model's file bytes are scaled by
+  // that shard's ratio (a layout's bytes per weight do not depend on the split).
+  const ModelExecutor& executor = impl->core->executor();
+  const uint64_t file_bytes = impl->model->weights().matrix_bytes();
+  info.weight_bytes = executor.matrix_read_bytes();
+  if (executor.parallel() && executor.matrix_file_bytes() > 0) {
+    info.weight_bytes = static_cast<uint64_t>(static_cast<double>(file_bytes) *
+                                              static_cast<double>(executor.matrix_read_bytes()) /
+                                              static_cast<double>(executor.matrix_file_bytes()));
+  }
   const KvCacheSpec& spec = impl->core->kv_spec();
   impl->kv = KvCacheInfo{kv_dtype_name(spec.dtype), spec.num_blocks,        spec.block_size,
                          spec.capacity_tokens(),    spec.bytes_per_token(), spec.total_bytes()};

@@ -81,6 +81,11 @@ class ModelExecutor {
   const Backend& backend() const { return *backend_; }
   const ShardPlan& plan() const { return transformer_->plan(); }
   bool parallel() const { return world_ != nullptr; }
+  // Bytes a decode step reads of this rank's weight matrices, in the
+  // backend's layouts (Transformer::matrix_read_bytes) and in the file's
+  // (ShardedWeights::matrix_bytes).
+  uint64_t matrix_read_bytes() const { return transformer_->matrix_read_bytes(); }
+  uint64_t matrix_file_bytes() const { return weights_.matrix_bytes(); }
   // This rank's communication so far (world and tensor-parallel group).
   CommStats comm_stats() const;
 

@@ -99,6 +99,15 @@ bool Transformer::row_parallel_weights_copied() const {
                      [](const Layer& l) { return !l.wo->reads_source() && !l.w_down->reads_source(); });
 }
 
+uint64_t Transformer::matrix_read_bytes() const {
+  auto bytes = [](const std::unique_ptr<DeviceMatrix>& m) -> uint64_t { return m ? m->read_bytes() : 0; };
+  uint64_t total = bytes(output_);
+  for (const Layer& l : layers_) {
+    for (const auto* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) total += bytes(*m);
+  }
+  return total;
+}
+
 Status Transformer::validate(const ForwardBatch& b, const KvCache& kv) const {
   const size_t n = b.token_ids.size();
   if (n == 0) return invalid_argument("empty batch");

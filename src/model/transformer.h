@@ -70,6 +70,10 @@ class Transformer {
   // (attention output, down): then a shard's column-split copies
   // (ShardedWeights::owned) are no longer read and can be freed.
   bool row_parallel_weights_copied() const;
+  // Bytes a decode step reads of this rank's prepared matrices (the layers'
+  // projections and the output head; DeviceMatrix::read_bytes), the
+  // counterpart of ShardedWeights::matrix_bytes in the backend's layouts.
+  uint64_t matrix_read_bytes() const;
   Backend& backend() { return backend_; }
 
  private:

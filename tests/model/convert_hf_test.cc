@@ -19,6 +19,7 @@
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/weight_layout.h"
 #include "core/cpu_features.h"
 #include "core/quant_ref.h"
 #include "formats/gguf_reader.h"
@@ -213,6 +214,24 @@ TEST(ConvertHf, F16InexactPathsKeepGreedyGoldens) {
     EXPECT_EQ(describe.find("f16 weights as int16") != std::string::npos, as_int16) << describe;
     EXPECT_EQ((*exact)->backend().describe().find("f16 weights as"), std::string::npos)
         << (*exact)->backend().describe();
+    // What a decode step reads (ModelInfo::weight_bytes, the bench roofline):
+    // the file's bytes on the exact and bf16 paths, plus an f32 scale per 64
+    // columns of each int16 matrix (every layer projection whose rows fill
+    // whole panels; the output head keeps f16).
+    uint64_t scale_bytes = 0;
+    if (as_int16) {
+      for (const LayerWeights& l : model->weights().layers) {
+        for (const WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+          if (cpu::fits_i16_panels(w->rows, w->cols, g->i16_panel_rows)) {
+            scale_bytes += static_cast<uint64_t>(w->rows) * static_cast<uint64_t>(w->cols / 64) * 4;
+          }
+        }
+      }
+      EXPECT_GT(scale_bytes, 0u);
+    }
+    const uint64_t file_bytes = model->weights().matrix_bytes();
+    EXPECT_EQ((*exact)->executor().matrix_read_bytes(), file_bytes);
+    EXPECT_EQ((*fast)->executor().matrix_read_bytes(), file_bytes + scale_bytes);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/cpu/bandwidth.h"
+#include "backend/cpu/gemm_i16_ref.h"
 #include "backend/cpu/kv_buffer.h"
 #include "backend/cpu/paged_attention.h"
 #include "backend/cpu/weight_layout.h"
@@ -42,6 +43,12 @@ class CpuMatrix final : public DeviceMatrix {
   CpuMatrix(const MatrixView& view, WeightStorage storage)
       : DeviceMatrix(view.dtype, view.rows, view.cols, storage.empty()), view_(view), storage_(std::move(storage)) {}
   const MatrixView& view() const { return view_; }
+  // Int16 panels read 2 bytes per weight plus an f32 scale per 64 columns
+  // (gemm_i16_ref.h); every other layout keeps the file's bytes per row.
+  uint64_t read_bytes() const override {
+    if (view_.layout != WeightLayout::kI16Panel) return DeviceMatrix::read_bytes();
+    return static_cast<uint64_t>(rows()) * static_cast<uint64_t>(packed_i16_row_bytes(cols()));
+  }
 
  private:
   MatrixView view_;
