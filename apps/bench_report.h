@@ -53,11 +53,14 @@ struct BenchReport {
 };
 
 // {"model", "architecture", "n_layers", "threads", "backend", "weight_bytes",
-//  "kv_bytes_per_token", "kv_cache_dtype", "bandwidth_gb_per_s" (null without), "repeats",
+//  "kv_bytes_per_token", "kv_cache_dtype", "tensor_parallel_size",
+//  "pipeline_parallel_size", "bandwidth_gb_per_s" (null without), "repeats",
 //  "runs": [{"prompt_tokens", "decode_tokens", "decode_tokens_per_s", "tpot_ms",
 //  "bytes_per_token", "decode_roofline_tokens_per_s" (null without),
 //  "decode_fraction_of_roofline" (null without), "median_fraction_of_bandwidth"
-//  (null without), "prefill_tokens_per_s", "prefill_gflops"}]}.
+//  (null without), "prefill_tokens_per_s", "prefill_gflops",
+//  "decode_comm_ms_per_step", "decode_comm_bytes_per_step", "prefill_comm_ms",
+//  "prefill_comm_bytes"}]}.
 nlohmann::ordered_json bench_report_json(const BenchReport& r);
 
 // "tessera bench: MODEL (ARCH, N layers; BACKEND, read bandwidth B GB/s; best of R)".
