@@ -76,9 +76,7 @@ class DeviceMatrix {
   // of `tessera bench`'s roofline. Default: the file layout's
   // rows * dtype_row_bytes(dtype, cols); a backend that re-lays the matrix
   // out in a different size says so.
-  virtual uint64_t read_bytes() const {
-    return static_cast<uint64_t>(rows_) * dtype_row_bytes(dtype_, cols_);
-  }
+  virtual uint64_t read_bytes() const { return static_cast<uint64_t>(rows_) * dtype_row_bytes(dtype_, cols_); }
 
  protected:
   DeviceMatrix(DType dtype, int64_t rows, int64_t cols, bool reads_source = true)

@@ -90,9 +90,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   const uint64_t file_bytes = impl->model->weights().matrix_bytes();
   info.weight_bytes = executor.matrix_read_bytes();
   if (executor.parallel() && executor.matrix_file_bytes() > 0) {
-    info.weight_bytes = static_cast<uint64_t>(static_cast<double>(file_bytes) *
-                                              static_cast<double>(executor.matrix_read_bytes()) /
-                                              static_cast<double>(executor.matrix_file_bytes()));
+    info.weight_bytes =
+        static_cast<uint64_t>(static_cast<double>(file_bytes) * static_cast<double>(executor.matrix_read_bytes()) /
+                              static_cast<double>(executor.matrix_file_bytes()));
   }
   const KvCacheSpec& spec = impl->core->kv_spec();
   impl->kv = KvCacheInfo{kv_dtype_name(spec.dtype), spec.num_blocks,        spec.block_size,
