@@ -40,9 +40,9 @@ namespace {
 // quant_tokens), to compare shapes in one binary.
 // The table is the engine's (kernels_with), so widen_half_rows follows the
 // CPU; TESSERA_BENCH_WIDEN=0 or 1 (this benchmark only) overrides it.
-// TESSERA_BENCH_NO_BF16=1 (this benchmark only) removes the AVX512-BF16
-// tile from the table, as on AVX-512 CPUs without it (BF16 then takes the
-// f32-activation tile, F16 the int16 panels).
+// TESSERA_BENCH_NO_BF16=1 (this benchmark only) takes the tile kernels of
+// AVX-512 CPUs without AVX512-BF16 (kernels_without_avx512_bf16: BF16 then
+// takes the f32-activation tile, F16 the int16 panels).
 const Kernels& bench_kernels() {
   static const Isa isa = [] {
     const char* env = std::getenv("TESSERA_ISA");
@@ -60,18 +60,13 @@ const Kernels& bench_kernels() {
     }
     if (const char* no_bf16 = std::getenv("TESSERA_BENCH_NO_BF16");
         no_bf16 != nullptr && std::string(no_bf16) == "1" && out.gemm != nullptr) {
-      gemm = *out.gemm;
-      gemm.pack_bf16 = nullptr;
-      gemm.tile_bf16_dp = nullptr;
-      gemm.tile_bf16_dp_part = nullptr;
-      gemm.bf16_panels = gemm.bf16_tokens = 0;
-      out.gemm = &gemm;
+      out.gemm = kernels_without_avx512_bf16(isa).gemm;
     }
     const char* tile = std::getenv("TESSERA_BENCH_TILE");
     int r = 0, t = 0;
     if (out.gemm != nullptr && tile != nullptr && std::sscanf(tile, "%dx%d", &r, &t) == 2 && r >= 1 &&
         r <= out.gemm->quant_rows && t >= 1 && t <= out.gemm->quant_tokens) {
-      if (out.gemm != &gemm) gemm = *out.gemm;
+      gemm = *out.gemm;
       gemm.q8_0_rows = gemm.q4_0_rows = gemm.q4_k_rows = gemm.q6_k_rows = r;
       gemm.q8_0_tokens = gemm.q4_0_tokens = gemm.q4_k_tokens = gemm.q6_k_tokens = t;
       out.gemm = &gemm;

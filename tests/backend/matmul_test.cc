@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -137,24 +136,11 @@ TEST(Matmul, MatchesDoublePrecisionReference) {
   }
 }
 
-// kernels_for(isa); with strip_bf16, its tile table without the
-// AVX512-BF16 tile, as on AVX-512 CPUs without it (which take F16 as int16
-// panels under f16_inexact).
-Kernels table_for(Isa isa, bool strip_bf16) {
-  static std::map<Isa, std::unique_ptr<GemmKernels>> copies;
-  Kernels k = kernels_for(isa);
-  if (strip_bf16 && k.gemm != nullptr && k.gemm->tile_bf16_dp != nullptr) {
-    std::unique_ptr<GemmKernels>& c = copies[isa];
-    if (!c) {
-      c = std::make_unique<GemmKernels>(*k.gemm);
-      c->pack_bf16 = nullptr;
-      c->tile_bf16_dp = nullptr;
-      c->tile_bf16_dp_part = nullptr;
-      c->bf16_panels = c->bf16_tokens = 0;
-    }
-    k.gemm = c.get();
-  }
-  return k;
+// kernels_for(isa); with strip_bf16, the table of CPUs without AVX512-BF16
+// (kernels_without_avx512_bf16), which take F16 as int16 panels under
+// f16_inexact.
+const Kernels& table_for(Isa isa, bool strip_bf16) {
+  return strip_bf16 ? kernels_without_avx512_bf16(isa) : kernels_for(isa);
 }
 
 // The tables whose AVX512-BF16 tile strip_bf16 removes.

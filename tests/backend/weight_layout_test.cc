@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -200,28 +199,19 @@ TEST(WeightLayout, PrepareMatrixTakesF16AsBf16Panels) {
 }
 
 // prepare_matrix with f16_inexact on a table with tile_i16 and without
-// tile_bf16_dp (AVX2; AVX-512 without AVX512-BF16, here a copy of the
-// table with its bf16 tile removed): an F16 matrix that fits the table's
+// tile_bf16_dp (AVX2; AVX-512 without AVX512-BF16, kernels_without_avx512_bf16
+// here): an F16 matrix that fits the table's
 // panel height stays an F16 view, in the int16 panel layout with its scales
 // beside it, equal to the repack; never for the output head, never without
 // the switch, never for shapes that do not fit (rows % R, cols % 64).
 TEST(WeightLayout, PrepareMatrixTakesF16AsInt16Panels) {
   ThreadPool pool(2);
   std::vector<std::pair<std::string, Kernels>> tables;
-  std::vector<std::unique_ptr<GemmKernels>> copies;
   for (Isa isa : supported_isas()) {
-    Kernels k = kernels_for(isa);
+    const Kernels& k = kernels_without_avx512_bf16(isa);
     if (k.gemm == nullptr || k.gemm->tile_i16 == nullptr) continue;
-    if (k.gemm->tile_bf16_dp != nullptr) {
-      copies.push_back(std::make_unique<GemmKernels>(*k.gemm));
-      copies.back()->tile_bf16_dp = nullptr;
-      copies.back()->tile_bf16_dp_part = nullptr;
-      copies.back()->pack_bf16 = nullptr;
-      k.gemm = copies.back().get();
-      tables.emplace_back(testing::isa_label(isa) + " without avx512_bf16", k);
-    } else {
-      tables.emplace_back(testing::isa_label(isa), k);
-    }
+    ASSERT_EQ(k.gemm->tile_bf16_dp, nullptr);
+    tables.emplace_back(testing::isa_label(isa) + (isa == Isa::kAvx512 ? " without avx512_bf16" : ""), k);
   }
   if (tables.empty()) GTEST_SKIP() << "no table with tile_i16 on this CPU";
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{48, 128}, {40, 128}, {37, 128}, {48, 96}}) {

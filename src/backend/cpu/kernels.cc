@@ -29,6 +29,12 @@ const Kernels& kernels() {
   return kernels_for(best_isa());
 }
 
+const Kernels& kernels_without_avx512_bf16(Isa isa) {
+  if (isa != Isa::kAvx512) return kernels_for(isa);
+  TESSERA_CHECK(cpu_features().avx512_vnni);
+  return detail::avx512_kernels_without_bf16();
+}
+
 Kernels kernels_with(Isa isa, bool tile_kernels, int decode_streams) {
   TESSERA_CHECK(decode_streams >= 1 && decode_streams <= kMaxDecodeStreams);
   Kernels t = kernels_for(isa);

@@ -204,6 +204,11 @@ inline constexpr int kMaxDecodeStreams = 4;
 const Kernels& kernels_for(Isa isa);
 // kernels_for(best_isa()).
 const Kernels& kernels();
+// kernels_for(isa) as a CPU without AVX512-BF16 gets it (Cascade Lake, Ice
+// Lake): for kAvx512 the table without the bf16 tile (gemm.h tile_bf16_dp;
+// F16 then takes the int16 panels), for other ISAs kernels_for(isa). Lets
+// tests and kernels_bench run that table on a CPU with AVX512-BF16.
+const Kernels& kernels_without_avx512_bf16(Isa isa);
 
 // kernels_for(isa) with the schedule switches applied: without the tile
 // kernels (gemm = nullptr) when !tile_kernels, and decode_streams streams.

@@ -685,49 +685,55 @@ float sum_f32(const float* x, int64_t n) {
 
 }  // namespace
 
+// The AVX-512 table as a CPU without AVX512-BF16 gets it.
+constexpr Kernels kAvx512{
+    .isa = Isa::kAvx512,
+    .dot_f32 = dot_f32,
+    .dot_f16 = dot_f16,
+    .dot_bf16 = dot_bf16,
+    .dot_q8_0 = dot_q8_0,
+    .dot_q4_0 = dot_q4_0,
+    .dot_rows_f32 = dot_rows_f32,
+    .dot_rows_f16 = dot_rows_f16,
+    .dot_rows_bf16 = dot_rows_bf16,
+    .dot_rows_q8_0 = dot_rows_q8_0,
+    .dot_rows_q4_0 = dot_rows_q4_0,
+    .quantize_row_q8_0 = quantize_row_q8_0,
+    .axpy_f16 = axpy_f16,
+    .attn_pv_f16 = attn_pv_f16,
+    .attn_qk_f16_kt = attn_qk_f16_kt,
+    .attn_qk_bf16_kt = attn_qk_bf16_kt,
+    .attn_qk_i8_kt = attn_qk_i8_kt,
+    .attn_qk_fp8_kt = attn_qk_fp8_kt,
+    .attn_pv_bf16 = attn_pv_bf16,
+    .attn_pv_i8 = attn_pv_i8,
+    .kv_fp8_to_f16 = kv_fp8_to_f16,
+    .scale = scale,
+    .f32_to_f16_row = f32_to_f16_row,
+    .rmsnorm = rmsnorm,
+    .silu_mul = silu_mul,
+    .softmax = softmax,
+    .softmax_tile = softmax_tile,
+    .rope = rope_scalar,
+    .sum_f32 = sum_f32,
+    .quant = &kQuantAvx512,
+    .gemm = &kGemmAvx512,
+    .decode_streams = kDefaultDecodeStreams,
+    .widen_half_rows = false,
+};
+// The same table with the AVX512-BF16 tile for BF16 weights.
+constexpr Kernels kAvx512Bf16 = [] {
+  Kernels t = kAvx512;
+  t.gemm = &kGemmAvx512Bf16;
+  return t;
+}();
+
 const Kernels& avx512_kernels() {
-  static constexpr Kernels k{
-      .isa = Isa::kAvx512,
-      .dot_f32 = dot_f32,
-      .dot_f16 = dot_f16,
-      .dot_bf16 = dot_bf16,
-      .dot_q8_0 = dot_q8_0,
-      .dot_q4_0 = dot_q4_0,
-      .dot_rows_f32 = dot_rows_f32,
-      .dot_rows_f16 = dot_rows_f16,
-      .dot_rows_bf16 = dot_rows_bf16,
-      .dot_rows_q8_0 = dot_rows_q8_0,
-      .dot_rows_q4_0 = dot_rows_q4_0,
-      .quantize_row_q8_0 = quantize_row_q8_0,
-      .axpy_f16 = axpy_f16,
-      .attn_pv_f16 = attn_pv_f16,
-      .attn_qk_f16_kt = attn_qk_f16_kt,
-      .attn_qk_bf16_kt = attn_qk_bf16_kt,
-      .attn_qk_i8_kt = attn_qk_i8_kt,
-      .attn_qk_fp8_kt = attn_qk_fp8_kt,
-      .attn_pv_bf16 = attn_pv_bf16,
-      .attn_pv_i8 = attn_pv_i8,
-      .kv_fp8_to_f16 = kv_fp8_to_f16,
-      .scale = scale,
-      .f32_to_f16_row = f32_to_f16_row,
-      .rmsnorm = rmsnorm,
-      .silu_mul = silu_mul,
-      .softmax = softmax,
-      .softmax_tile = softmax_tile,
-      .rope = rope_scalar,
-      .sum_f32 = sum_f32,
-      .quant = &kQuantAvx512,
-      .gemm = &kGemmAvx512,
-      .decode_streams = kDefaultDecodeStreams,
-      .widen_half_rows = false,
-  };
-  // The same table with the AVX512-BF16 tile for BF16 weights.
-  static constexpr Kernels k_bf16 = [] {
-    Kernels t = k;
-    t.gemm = &kGemmAvx512Bf16;
-    return t;
-  }();
-  return cpu_features().avx512_bf16 ? k_bf16 : k;
+  return cpu_features().avx512_bf16 ? kAvx512Bf16 : kAvx512;
+}
+
+const Kernels& avx512_kernels_without_bf16() {
+  return kAvx512;
 }
 
 }  // namespace tessera::cpu::detail

@@ -14,7 +14,11 @@ const Kernels& scalar_kernels();
 const Kernels& avx2_kernels();
 // avx2_kernels() with the AVX-VNNI tile kernels (kGemmAvxVnni).
 const Kernels& avx_vnni_kernels();
+// The AVX-512 table for this CPU: with the AVX512-BF16 tile
+// (kGemmAvx512Bf16) where CPUID reports AVX512-BF16.
 const Kernels& avx512_kernels();
+// The AVX-512 table of CPUs without AVX512-BF16 (kGemmAvx512).
+const Kernels& avx512_kernels_without_bf16();
 
 // The f16 bits of FP8 E4M3 value b / 256 (exact; NaN for S.1111.111): what
 // Kernels::kv_fp8_to_f16 stores, for the SIMD paths' scalar tails.
