@@ -90,13 +90,11 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   // whole model's (rank 0's stage lacks the output head, which may keep its
   // file layout): on tl-f16 with int16 panels, 2 stages read 0.2% high.
   const ModelExecutor& executor = impl->core->executor();
-  const uint64_t file_bytes = impl->model->weights().matrix_bytes();
-  info.weight_bytes = executor.matrix_read_bytes();
-  if (executor.parallel() && executor.matrix_file_bytes() > 0) {
-    info.weight_bytes =
-        static_cast<uint64_t>(static_cast<double>(file_bytes) * static_cast<double>(executor.matrix_read_bytes()) /
-                              static_cast<double>(executor.matrix_file_bytes()));
-  }
+  const uint64_t read = executor.matrix_read_bytes(), shard_file = executor.matrix_file_bytes();
+  info.weight_bytes = executor.parallel() && shard_file > 0
+                          ? static_cast<uint64_t>(static_cast<double>(impl->model->weights().matrix_bytes()) *
+                                                  static_cast<double>(read) / static_cast<double>(shard_file))
+                          : read;
   const KvCacheSpec& spec = impl->core->kv_spec();
   impl->kv = KvCacheInfo{kv_dtype_name(spec.dtype), spec.num_blocks,        spec.block_size,
                          spec.capacity_tokens(),    spec.bytes_per_token(), spec.total_bytes()};
