@@ -46,10 +46,10 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
       ->capture_default_str()
       ->group(kGroupEngine);
   app.add_option("--f16-matmul", f.f16_matmul,
-                 "F16 weight matrices: auto = as bf16 on the avx512 path of CPUs with AVX512-BF16 (2x the f32 FMA "
-                 "rate, weights rounded to bf16 at load), as int16 on the avx2 paths and on avx512 without "
-                 "AVX512-BF16 (weights quantized to int16 per 64 columns at load, exact integer sums), exact on the "
-                 "scalar path; f16 = the f16 weights exactly")
+                 "F16 and BF16 weight matrices: auto = F16 as bf16 on the avx512 path of CPUs with AVX512-BF16 (2x "
+                 "the f32 FMA rate, weights rounded to bf16 at load), F16 and BF16 as int16 on the avx2 paths and on "
+                 "avx512 without AVX512-BF16 (weights quantized to int16 per 64 columns at load, exact integer sums), "
+                 "exact on the scalar path; f16 = the f16 and bf16 weights exactly")
       ->check(CLI::IsMember({"auto", "f16"}))
       ->capture_default_str()
       ->group(kGroupEngine);

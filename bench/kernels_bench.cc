@@ -88,7 +88,7 @@ struct Weights {
   // kernels exist) or as bf16 panels (BF16 where the table has
   // tile_bf16_dp): what a Transformer hands the tiled matmul; empty otherwise.
   std::vector<std::vector<uint8_t>> x16;
-  WeightLayout layout = WeightLayout::kGguf;  // of the x16 copies
+  WeightLayout layout = WeightLayout::kGguf;   // of the x16 copies
   std::vector<std::vector<float>> i16_scales;  // kI16Panel: each copy's scales
 };
 
@@ -134,13 +134,12 @@ const Weights& weights(DType t, int64_t rows = kRows, int64_t cols = kCols) {
     for (size_t i = 0; i < n_copies; ++i) w.x16.push_back(packed);
     w.layout = WeightLayout::kBf16Panel;
   } else if (g != nullptr && g->tile_i16 != nullptr && g->tile_bf16_dp == nullptr && t == DType::kF16 &&
-             bench_f16_as_i16() &&
-             fits_i16_panels(rows, cols, g->i16_panel_rows)) {
+             bench_f16_as_i16() && fits_i16_panels(rows, cols, g->i16_panel_rows)) {
     std::vector<uint8_t> packed(one.size());
     std::vector<float> scales(static_cast<size_t>(rows * cols / 64));
-    repack_rows_f16_as_i16_panel(reinterpret_cast<const uint16_t*>(one.data()),
-                                 reinterpret_cast<int16_t*>(packed.data()), scales.data(), rows, cols,
-                                 g->i16_panel_rows, g);
+    repack_rows_as_i16_panel(DType::kF16, reinterpret_cast<const uint16_t*>(one.data()),
+                             reinterpret_cast<int16_t*>(packed.data()), scales.data(), rows, cols, g->i16_panel_rows,
+                             g);
     for (size_t i = 0; i < n_copies; ++i) {
       w.x16.push_back(packed);
       w.i16_scales.push_back(scales);

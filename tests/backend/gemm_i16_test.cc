@@ -124,41 +124,54 @@ TEST(GemmI16, PackMatchesReference) {
   }
 }
 
+// F16 and BF16 rows (BF16 also beyond f16's range: the scale is computed in
+// f32 either way) land at their panel places, each group as
+// quantize_i16_group of the exact f32 values; every table's widen and
+// quantize_i16 give the scalar form's bits.
 TEST(GemmI16, PanelRepackPlacesQuantsAndScales) {
   const int64_t rows = 32, cols = 192;
-  std::vector<uint16_t> w(static_cast<size_t>(rows * cols));
   const std::vector<float> wf = random_floats(rows * cols, 5, 0.5f);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = fp32_to_fp16(wf[i]);
-  for (int pr : {8, 16}) {
-    SCOPED_TRACE("panel rows " + std::to_string(pr));
-    std::vector<int16_t> q(w.size());
-    std::vector<float> d(static_cast<size_t>(rows * cols / kI16GroupCols));
-    repack_rows_f16_as_i16_panel(w.data(), q.data(), d.data(), rows, cols, pr);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t g = 0; g < cols / kI16GroupCols; ++g) {
-        float v[kI16GroupCols];
-        int16_t want[kI16GroupCols];
-        for (int i = 0; i < kI16GroupCols; ++i) v[i] = fp16_to_fp32(w[static_cast<size_t>(r * cols + g * 64 + i)]);
-        const float want_d = quantize_i16_group(v, want, kI16WeightMax);
-        // Row r is row r % R of panel r / R; scales [panel][group][R].
-        ASSERT_EQ(d[static_cast<size_t>((r / pr * (cols / 64) + g) * pr + r % pr)], want_d) << r << " " << g;
-        for (int i = 0; i < kI16GroupCols; ++i) {
-          const int64_t c = g * 64 + i;
-          ASSERT_EQ(q[static_cast<size_t>(r / pr * pr * cols + c / 2 * 2 * pr + 2 * (r % pr) + c % 2)], want[i]);
+  for (DType t : {DType::kF16, DType::kBF16}) {
+    std::vector<uint16_t> w(static_cast<size_t>(rows * cols));
+    for (size_t i = 0; i < w.size(); ++i) {
+      // BF16: every fourth row scaled by 2^40, every fifth by 2^-40.
+      const int64_t r = static_cast<int64_t>(i) / cols;
+      const float big = r % 4 == 1 ? 0x1p40f : r % 5 == 2 ? 0x1p-40f : 1.0f;
+      w[i] = t == DType::kF16 ? fp32_to_fp16(wf[i]) : fp32_to_bf16(wf[i] * big);
+    }
+    const auto value = [&](size_t i) { return t == DType::kF16 ? fp16_to_fp32(w[i]) : bf16_to_fp32(w[i]); };
+    for (int pr : {8, 16}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " panel rows " + std::to_string(pr));
+      std::vector<int16_t> q(w.size());
+      std::vector<float> d(static_cast<size_t>(rows * cols / kI16GroupCols));
+      repack_rows_as_i16_panel(t, w.data(), q.data(), d.data(), rows, cols, pr);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t g = 0; g < cols / kI16GroupCols; ++g) {
+          float v[kI16GroupCols];
+          int16_t want[kI16GroupCols];
+          for (int i = 0; i < kI16GroupCols; ++i) v[i] = value(static_cast<size_t>(r * cols + g * 64 + i));
+          const float want_d = quantize_i16_group(v, want, kI16WeightMax);
+          ASSERT_GT(want_d, 0.0f);
+          // Row r is row r % R of panel r / R; scales [panel][group][R].
+          ASSERT_EQ(d[static_cast<size_t>((r / pr * (cols / 64) + g) * pr + r % pr)], want_d) << r << " " << g;
+          for (int i = 0; i < kI16GroupCols; ++i) {
+            const int64_t c = g * 64 + i;
+            ASSERT_EQ(q[static_cast<size_t>(r / pr * pr * cols + c / 2 * 2 * pr + 2 * (r % pr) + c % 2)], want[i]);
+          }
         }
       }
-    }
-    // Through each table of this panel height (its quantize_i16 and, where
-    // it has one, widen_f16): the same bits.
-    for (Isa isa : i16_isas()) {
-      const GemmKernels& g = *kernels_for(isa).gemm;
-      if (g.i16_panel_rows != pr) continue;
-      SCOPED_TRACE(isa_label(isa));
-      std::vector<int16_t> q2(q.size(), -1);
-      std::vector<float> d2(d.size(), -1.0f);
-      repack_rows_f16_as_i16_panel(w.data(), q2.data(), d2.data(), rows, cols, pr, &g);
-      EXPECT_EQ(q2, q);
-      EXPECT_EQ(0, std::memcmp(d2.data(), d.data(), d.size() * sizeof(float)));
+      // Through each table of this panel height (its quantize_i16 and, where
+      // it has them, widen_f16 / widen_bf16): the same bits.
+      for (Isa isa : i16_isas()) {
+        const GemmKernels& g = *kernels_for(isa).gemm;
+        if (g.i16_panel_rows != pr) continue;
+        SCOPED_TRACE(isa_label(isa));
+        std::vector<int16_t> q2(q.size(), -1);
+        std::vector<float> d2(d.size(), -1.0f);
+        repack_rows_as_i16_panel(t, w.data(), q2.data(), d2.data(), rows, cols, pr, &g);
+        EXPECT_EQ(q2, q);
+        EXPECT_EQ(0, std::memcmp(d2.data(), d.data(), d.size() * sizeof(float)));
+      }
     }
   }
   EXPECT_FALSE(fits_i16_panels(12, 128, 8));
@@ -188,7 +201,7 @@ Problem make_problem(int64_t rows, int64_t tokens, int64_t n, uint32_t seed, int
   p.x = random_floats(tokens * n, seed + 1, 2.0f);
   p.wq.resize(p.w.size());
   p.wd.resize(static_cast<size_t>(rows * n / kI16GroupCols));
-  repack_rows_f16_as_i16_panel(p.w.data(), p.wq.data(), p.wd.data(), rows, n, panel_rows);
+  repack_rows_as_i16_panel(DType::kF16, p.w.data(), p.wq.data(), p.wd.data(), rows, n, panel_rows);
   p.wq_rows.resize(p.w.size());
   p.wd_rows.resize(p.wd.size());
   for (int64_t r = 0; r < rows; ++r) {
@@ -307,7 +320,7 @@ TEST(GemmI16, GroupSumsAtTheBoundStayExact) {
     }
     std::vector<int16_t> wq(w.size());
     std::vector<float> wd(static_cast<size_t>(rows * n / kI16GroupCols));
-    repack_rows_f16_as_i16_panel(w.data(), wq.data(), wd.data(), rows, n, pr, &g);
+    repack_rows_as_i16_panel(DType::kF16, w.data(), wq.data(), wd.data(), rows, n, pr, &g);
     for (int16_t q : wq) ASSERT_EQ(std::abs(q), kI16WeightMax);
     const auto xs = packed_i16_row_bytes(n);
     std::vector<uint8_t> xp(static_cast<size_t>(tokens * xs));

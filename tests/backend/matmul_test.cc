@@ -53,7 +53,8 @@ Matrix make_matrix(DType t, int64_t rows, int64_t cols, uint32_t seed) {
 
 // m's view as the engine hands it to k: prepare_matrix's x16 copy (owned by
 // `storage`) where k has tile kernels for its type, else m.view itself;
-// with f16_inexact, F16 matrices as bf16 or int16 panels where k has them.
+// with f16_inexact, F16 matrices as bf16 or int16 panels and BF16 matrices
+// as int16 panels where k has them (and no bf16 tile).
 MatrixView prepared(const Kernels& k, const Matrix& m, WeightStorage& storage, bool f16_inexact = false) {
   ThreadPool pool(2);
   return prepare_matrix(k, m.view, pool, storage, f16_inexact);
@@ -170,10 +171,12 @@ std::vector<Setting> isa_widen_settings() {
 TEST(Matmul, BatchAndThreadInvariant) {
   const int64_t cols = 1024, n_tokens = 17;
   for (DType t : kTypes) {
-    for (bool inexact : t == DType::kF16 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+    const bool half = t == DType::kF16 || t == DType::kBF16;
+    for (bool inexact : half ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
       // BF16: 19 bf16 panels where the table has tile_bf16_dp (rows % 16 == 0);
-      // F16 with inexact: the same as bf16 panels, or 38 / 19 int16 panels
-      // (AVX2 / AVX-512 without AVX512-BF16).
+      // F16 with inexact: the same as bf16 panels; F16 and BF16 with inexact
+      // on tables without tile_bf16_dp: 38 / 19 int16 panels (AVX2 / AVX-512
+      // without AVX512-BF16).
       const int64_t rows = t == DType::kBF16 || inexact ? 304 : 301;
       const Matrix m = make_matrix(t, rows, cols, 7);
       const std::vector<float> x = random_floats(n_tokens * cols, 8);  // [n_tokens, cols]
@@ -228,10 +231,11 @@ TEST(Matmul, MultiEqualsSeparateCalls) {
   };
   // BF16 rows in whole 16-row panels, so that all three stack as bf16
   // panels; F16 with inexact as bf16 or int16 panels, once with 200 rows
-  // (8-row panels that end inside a 16-row thread granule on AVX2).
-  const Case cases[] = {{DType::kF16, false, 200, 37},  {DType::kF16, true, 208, 48},   {DType::kF16, true, 200, 48},
-                        {DType::kBF16, false, 208, 48}, {DType::kQ8_0, false, 200, 37}, {DType::kQ4_0, false, 200, 37},
-                        {DType::kQ4_K, false, 200, 37}};
+  // (8-row panels that end inside a 16-row thread granule on AVX2); BF16
+  // with inexact as int16 panels on tables without the bf16 tile.
+  const Case cases[] = {{DType::kF16, false, 200, 37},  {DType::kF16, true, 208, 48},  {DType::kF16, true, 200, 48},
+                        {DType::kBF16, false, 208, 48}, {DType::kBF16, true, 200, 48}, {DType::kQ8_0, false, 200, 37},
+                        {DType::kQ4_0, false, 200, 37}, {DType::kQ4_K, false, 200, 37}};
   for (const auto& [t, inexact, a_rows, b_rows] : cases) {
     const Matrix a = make_matrix(t, a_rows, cols, 21), b = make_matrix(t, b_rows, cols, 22),
                  c = make_matrix(t, 64, cols, 23);

@@ -200,11 +200,11 @@ TEST(WeightLayout, PrepareMatrixTakesF16AsBf16Panels) {
 
 // prepare_matrix with f16_inexact on a table with tile_i16 and without
 // tile_bf16_dp (AVX2; AVX-512 without AVX512-BF16, kernels_without_avx512_bf16
-// here): an F16 matrix that fits the table's
-// panel height stays an F16 view, in the int16 panel layout with its scales
-// beside it, equal to the repack; never for the output head, never without
-// the switch, never for shapes that do not fit (rows % R, cols % 64).
-TEST(WeightLayout, PrepareMatrixTakesF16AsInt16Panels) {
+// here): an F16 or BF16 matrix that fits the table's panel height keeps its
+// dtype, in the int16 panel layout with its scales beside it, equal to the
+// repack; never for the output head, never without the switch, never for
+// shapes that do not fit (rows % R, cols % 64).
+TEST(WeightLayout, PrepareMatrixTakesHalfAsInt16Panels) {
   ThreadPool pool(2);
   std::vector<std::pair<std::string, Kernels>> tables;
   for (Isa isa : supported_isas()) {
@@ -214,35 +214,38 @@ TEST(WeightLayout, PrepareMatrixTakesF16AsInt16Panels) {
     tables.emplace_back(testing::isa_label(isa) + (isa == Isa::kAvx512 ? " without avx512_bf16" : ""), k);
   }
   if (tables.empty()) GTEST_SKIP() << "no table with tile_i16 on this CPU";
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{48, 128}, {40, 128}, {37, 128}, {48, 96}}) {
-    std::vector<uint16_t> f16(static_cast<size_t>(rows * cols));
-    for (size_t i = 0; i < f16.size(); ++i) {
-      f16[i] = fp32_to_fp16(static_cast<float>(static_cast<int>(i * 2654435761u >> 20) % 2001 - 1000) / 337.0f);
-    }
-    for (const auto& [label, k] : tables) {
-      const int pr = k.gemm->i16_panel_rows;
-      const bool fits = fits_i16_panels(rows, cols, pr);
-      std::vector<int16_t> want_q(f16.size());
-      std::vector<float> want_d(static_cast<size_t>(rows * cols / 64));
-      if (fits) repack_rows_f16_as_i16_panel(f16.data(), want_q.data(), want_d.data(), rows, cols, pr);
-      for (bool logits : {false, true}) {
-        for (bool inexact : {false, true}) {
-          SCOPED_TRACE(label + " " + std::to_string(rows) + "x" + std::to_string(cols) +
-                       (logits ? " logits" : " matmul") + (inexact ? ", inexact" : ", f16"));
-          MatrixView w{DType::kF16, f16.data(), rows, cols};
-          w.f32_activations = logits;
-          WeightStorage storage;
-          const MatrixView p = prepare_matrix(k, w, pool, storage, inexact);
-          const bool converted = inexact && !logits && fits;
-          EXPECT_EQ(p.dtype, DType::kF16);
-          EXPECT_EQ(p.layout, converted ? WeightLayout::kI16Panel : WeightLayout::kGguf);
-          if (converted) {
-            ASSERT_NE(p.i16_scales, nullptr);
-            EXPECT_EQ(0, std::memcmp(p.data, want_q.data(), want_q.size() * sizeof(int16_t)));
-            EXPECT_EQ(0, std::memcmp(p.i16_scales, want_d.data(), want_d.size() * sizeof(float)));
-          } else {
-            EXPECT_EQ(p.data, w.data);
-            EXPECT_EQ(p.i16_scales, nullptr);
+  for (DType t : {DType::kF16, DType::kBF16}) {
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{48, 128}, {40, 128}, {37, 128}, {48, 96}}) {
+      std::vector<uint16_t> half(static_cast<size_t>(rows * cols));
+      for (size_t i = 0; i < half.size(); ++i) {
+        const float v = static_cast<float>(static_cast<int>(i * 2654435761u >> 20) % 2001 - 1000) / 337.0f;
+        half[i] = t == DType::kF16 ? fp32_to_fp16(v) : fp32_to_bf16(v);
+      }
+      for (const auto& [label, k] : tables) {
+        const int pr = k.gemm->i16_panel_rows;
+        const bool fits = fits_i16_panels(rows, cols, pr);
+        std::vector<int16_t> want_q(half.size());
+        std::vector<float> want_d(static_cast<size_t>(rows * cols / 64));
+        if (fits) repack_rows_as_i16_panel(t, half.data(), want_q.data(), want_d.data(), rows, cols, pr);
+        for (bool logits : {false, true}) {
+          for (bool inexact : {false, true}) {
+            SCOPED_TRACE(label + " " + dtype_name(t) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+                         (logits ? " logits" : " matmul") + (inexact ? ", inexact" : ", exact"));
+            MatrixView w{t, half.data(), rows, cols};
+            w.f32_activations = logits;
+            WeightStorage storage;
+            const MatrixView p = prepare_matrix(k, w, pool, storage, inexact);
+            const bool converted = inexact && !logits && fits;
+            EXPECT_EQ(p.dtype, t);
+            EXPECT_EQ(p.layout, converted ? WeightLayout::kI16Panel : WeightLayout::kGguf);
+            if (converted) {
+              ASSERT_NE(p.i16_scales, nullptr);
+              EXPECT_EQ(0, std::memcmp(p.data, want_q.data(), want_q.size() * sizeof(int16_t)));
+              EXPECT_EQ(0, std::memcmp(p.i16_scales, want_d.data(), want_d.size() * sizeof(float)));
+            } else {
+              EXPECT_EQ(p.data, w.data);
+              EXPECT_EQ(p.i16_scales, nullptr);
+            }
           }
         }
       }

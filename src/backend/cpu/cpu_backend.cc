@@ -66,6 +66,7 @@ class CpuBackend final : public Backend {
                     (k_.gemm != nullptr ? ", tile kernels" : ", no tile kernels");
     if (f16_rounded_) s += ", f16 weights as bf16";
     if (f16_int16_) s += ", f16 weights as int16";
+    if (bf16_int16_) s += ", bf16 weights as int16";
     if (k_.decode_streams != kDefaultDecodeStreams) {
       s += ", " + std::to_string(k_.decode_streams) + (k_.decode_streams == 1 ? " decode stream" : " decode streams");
     }
@@ -101,7 +102,9 @@ class CpuBackend final : public Backend {
     const MatrixView out =
         use == MatrixUse::kEmbedding ? view : cpu::prepare_matrix(k_, view, pool_, storage, f16_inexact());
     f16_rounded_ = f16_rounded_ || (w.dtype == DType::kF16 && out.dtype == DType::kBF16);
-    f16_int16_ = f16_int16_ || out.layout == cpu::WeightLayout::kI16Panel;
+    const bool int16 = out.layout == cpu::WeightLayout::kI16Panel;
+    f16_int16_ = f16_int16_ || (int16 && w.dtype == DType::kF16);
+    bf16_int16_ = bf16_int16_ || (int16 && w.dtype == DType::kBF16);
     return std::unique_ptr<DeviceMatrix>(new CpuMatrix(out, std::move(storage)));
   }
 
@@ -179,7 +182,8 @@ class CpuBackend final : public Backend {
 
  private:
   // Whether F16 matrices may take the table's inexact path, bf16 panels
-  // (AVX512-BF16) or int16 panels (AVX2): BackendOptions::f16_matmul.
+  // (AVX512-BF16) or int16 panels (AVX2), and BF16 matrices int16 panels on
+  // tables without AVX512-BF16: BackendOptions::f16_matmul.
   bool f16_inexact() const {
     return options_.f16_matmul == F16Matmul::kAuto && k_.gemm != nullptr &&
            (k_.gemm->tile_bf16_dp != nullptr || k_.gemm->tile_i16 != nullptr);
@@ -195,6 +199,7 @@ class CpuBackend final : public Backend {
   std::vector<uint8_t> scratch_;           // quantized activations for matmul
   bool f16_rounded_ = false;               // an F16 matrix was prepared as bf16 panels
   bool f16_int16_ = false;                 // an F16 matrix was prepared as int16 panels
+  bool bf16_int16_ = false;                // a BF16 matrix was prepared as int16 panels
   std::unique_ptr<BandwidthProbe> probe_;  // 1 GiB, made on the first measurement
 };
 

@@ -1,6 +1,6 @@
 // Scalar reference of the int16 tile kernels (GemmKernels::quantize_i16,
 // tile_i16 in gemm.h; AVX2 and AVX-512), bit for bit, and the group quantization that both the
-// weight repack (weight_layout.h repack_rows_f16_as_i16_panel) and the
+// weight repack (weight_layout.h repack_rows_as_i16_panel) and the
 // activation packing use.
 //
 // The format: a row is cut into groups of kI16GroupCols = 64 elements; each

@@ -147,9 +147,12 @@ void repack_rows_f16_as_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t r
   convert_rows_bf16_panel(src, dst, rows, cols, true, [](uint16_t h) { return fp32_to_bf16(fp16_to_fp32(h)); });
 }
 
-void repack_rows_f16_as_i16_panel(const uint16_t* src, int16_t* dst, float* scales, int64_t rows, int64_t cols,
-                                  int panel_rows, const GemmKernels* g) {
-  TESSERA_CHECK(fits_i16_panels(rows, cols, panel_rows) && (g == nullptr || g->quantize_i16 != nullptr));
+void repack_rows_as_i16_panel(DType t, const uint16_t* src, int16_t* dst, float* scales, int64_t rows, int64_t cols,
+                              int panel_rows, const GemmKernels* g) {
+  TESSERA_CHECK((t == DType::kF16 || t == DType::kBF16) && fits_i16_panels(rows, cols, panel_rows) &&
+                (g == nullptr || g->quantize_i16 != nullptr));
+  const bool f16 = t == DType::kF16;
+  const auto widen = g == nullptr ? nullptr : f16 ? g->widen_f16 : g->widen_bf16;
   const int64_t groups = cols / kI16GroupCols;
   std::vector<float> wide(static_cast<size_t>(cols));  // one row in f32
   std::vector<int16_t> q(static_cast<size_t>(cols));   // its quants, row-major
@@ -159,10 +162,11 @@ void repack_rows_f16_as_i16_panel(const uint16_t* src, int16_t* dst, float* scal
     float* ds = scales + p0 * groups;  // [groups][R]
     for (int64_t j = 0; j < panel_rows; ++j) {
       const uint16_t* in = src + (p0 + j) * cols;
-      if (g != nullptr && g->widen_f16 != nullptr) {
-        g->widen_f16(in, wide.data(), cols);
+      if (widen != nullptr) {
+        widen(in, wide.data(), cols);
       } else {
-        for (int64_t c = 0; c < cols; ++c) wide[static_cast<size_t>(c)] = fp16_to_fp32(in[c]);
+        for (int64_t c = 0; c < cols; ++c)
+          wide[static_cast<size_t>(c)] = f16 ? fp16_to_fp32(in[c]) : bf16_to_fp32(in[c]);
       }
       if (g != nullptr) {
         g->quantize_i16(wide.data(), q.data(), d.data(), cols, kI16WeightMax);
@@ -202,7 +206,9 @@ MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& poo
   const bool from_f16 = f16_inexact && w.dtype == DType::kF16;  // values rounded to bf16 or int16
   const bool panels = k.gemm != nullptr && k.gemm->tile_bf16_dp != nullptr && (w.dtype == DType::kBF16 || from_f16) &&
                       !w.f32_activations && fits_bf16_panels(w.rows, w.cols);
-  const bool i16 = !panels && from_f16 && k.gemm != nullptr && k.gemm->tile_i16 != nullptr && !w.f32_activations &&
+  // F16 and (on tables without tile_bf16_dp) BF16 values quantized to int16.
+  const bool i16 = !panels && f16_inexact && (w.dtype == DType::kF16 || w.dtype == DType::kBF16) && k.gemm != nullptr &&
+                   k.gemm->tile_i16 != nullptr && !w.f32_activations &&
                    fits_i16_panels(w.rows, w.cols, k.gemm->i16_panel_rows);
   const bool is_float = w.dtype == DType::kF16 || w.dtype == DType::kBF16 || w.dtype == DType::kF32;
   if (!x16 && !panels && !i16 && !(is_float && MappedFile::contains(src, bytes))) return w;
@@ -224,8 +230,9 @@ MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& poo
     if (x16) {
       repack_rows_x16(w.dtype, src + off, copy + off, r1 - r0, w.cols);
     } else if (i16) {
-      repack_rows_f16_as_i16_panel(reinterpret_cast<const uint16_t*>(src + off), reinterpret_cast<int16_t*>(copy + off),
-                                   i16_scales + r0 * groups, r1 - r0, w.cols, static_cast<int>(panel_rows), k.gemm);
+      repack_rows_as_i16_panel(w.dtype, reinterpret_cast<const uint16_t*>(src + off),
+                               reinterpret_cast<int16_t*>(copy + off), i16_scales + r0 * groups, r1 - r0, w.cols,
+                               static_cast<int>(panel_rows), k.gemm);
     } else if (panels) {
       const auto* in = reinterpret_cast<const uint16_t*>(src + off);
       auto* out = reinterpret_cast<uint16_t*>(copy + off);

@@ -49,8 +49,9 @@
 //   for matrices with an even number of columns; a panel is its rows' bytes,
 //   so ranges of whole panels are still row ranges.
 //
-//   int16 panels (F16 weights on tables with tile_i16, gemm.h, under
-//   BackendOptions::f16_matmul auto): each row's values quantized per group
+//   int16 panels (F16 weights, and BF16 weights, on tables with tile_i16 and
+//   without tile_bf16_dp, gemm.h, under BackendOptions::f16_matmul auto):
+//   each row's values quantized per group
 //   of 64 columns to int16 quants |q| <= 2047 and one f32 scale
 //   (gemm_i16_ref.h quantize_i16_group); the quants in panels of R
 //   consecutive rows (the table's i16_panel_rows: 8 on AVX2, 16 on
@@ -84,7 +85,7 @@ enum class WeightLayout : uint8_t {
   kGguf,       // as stored in GGUF files
   kX16,        // the interleaved groups above (Q4_0, Q8_0, Q4_K only)
   kBf16Panel,  // the bf16 panels above (BF16 only)
-  kI16Panel,   // the int16 panels above (from F16; MatrixView::i16_scales)
+  kI16Panel,   // the int16 panels above (from F16 or BF16; MatrixView::i16_scales)
 };
 
 // Rows per bf16 panel.
@@ -106,22 +107,23 @@ void unpack_rows_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, in
 // exponent range). src holds rows * cols f16, dst rows * cols bf16.
 void repack_rows_f16_as_bf16_panel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t cols);
 
-// Whether an F16 matrix of rows × cols can take int16 panels of
+// Whether an F16 or BF16 matrix of rows × cols can take int16 panels of
 // panel_rows rows.
 inline bool fits_i16_panels(int64_t rows, int64_t cols, int panel_rows) {
   return rows > 0 && cols > 0 && panel_rows > 0 && rows % panel_rows == 0 && cols % 64 == 0;
 }
 
-// Quantizes `rows` F16 rows of `cols` elements (GGUF layout, row-major;
-// whole panels) into int16 panels of panel_rows rows: dst[rows * cols]
-// quants, scales[rows * cols / 64] f32 ([rows / R][cols / 64][R]), each
-// group by quantize_i16_group(·, ·, kI16WeightMax) of its exact f32 values.
-// With g, through g's quantize_i16 (and widen_f16 where the table has one):
-// what prepare_matrix runs, ~5x faster than the scalar form that g null
-// gives; the bits are the same. Requires fits_i16_panels(rows, cols,
-// panel_rows).
-void repack_rows_f16_as_i16_panel(const uint16_t* src, int16_t* dst, float* scales, int64_t rows, int64_t cols,
-                                  int panel_rows, const GemmKernels* g = nullptr);
+// Quantizes `rows` rows of `cols` elements of type t (F16 or BF16; GGUF
+// layout, row-major; whole panels) into int16 panels of panel_rows rows:
+// dst[rows * cols] quants, scales[rows * cols / 64] f32
+// ([rows / R][cols / 64][R]), each group by quantize_i16_group(·, ·,
+// kI16WeightMax) of its exact f32 values. With g, through g's quantize_i16
+// (and widen_f16 / widen_bf16 where the table has them): what
+// prepare_matrix runs, ~5x faster than the scalar form that g null gives;
+// the bits are the same. Requires t F16 or BF16 and fits_i16_panels(rows,
+// cols, panel_rows).
+void repack_rows_as_i16_panel(DType t, const uint16_t* src, int16_t* dst, float* scales, int64_t rows, int64_t cols,
+                              int panel_rows, const GemmKernels* g = nullptr);
 
 // Blocks per interleaved group (Q4_0, Q8_0) and super-blocks per group (Q4_K).
 inline constexpr int kX16Blocks = 16;
@@ -156,11 +158,11 @@ using WeightStorage = std::vector<WeightCopy>;
 //   same terms too, its values rounded to bf16 (repack_rows_f16_as_bf16_panel;
 //   the returned view is then BF16: BackendOptions::f16_matmul); with
 //   f16_inexact on a table without tile_bf16_dp but with tile_i16 (AVX2;
-//   AVX-512 without AVX512-BF16), an F16 matrix that fits_i16_panels in the
-//   table's panel height and is not f32_activations: a copy in the int16
-//   panel layout and a second copy with its scales (the view stays F16,
-//   layout kI16Panel, i16_scales set; its panels are the table's
-//   i16_panel_rows high);
+//   AVX-512 without AVX512-BF16), an F16 or BF16 matrix that
+//   fits_i16_panels in the table's panel height and is not f32_activations:
+//   a copy in the int16 panel layout and a second copy with its scales (the
+//   view keeps its dtype, layout kI16Panel, i16_scales set; its panels are
+//   the table's i16_panel_rows high);
 // - an F16 / BF16 / F32 matrix that lies in a mapped model file, a plain
 //   copy in anonymous memory: the file's page-cache pages are 4 KiB, and
 //   decode streaming an F16 1.1B model from them ran at 0.6-0.8x the speed
