@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
@@ -141,6 +142,7 @@ TEST(HfFixtureBf16, Int16PanelsStayNearTheExactPath) {
     if (!as_int16) continue;
     ++tested;
     double max_diff = 0, ref_exact = 0, ref_fast = 0;  // ref_*: last position against transformers' f32
+    std::string agrees;
     for (const testing::HfReference& r : references) {
       const auto want = testing::all_logits(**exact, r.input_ids);
       const auto got = testing::all_logits(**fast, r.input_ids);
@@ -153,12 +155,20 @@ TEST(HfFixtureBf16, Int16PanelsStayNearTheExactPath) {
         ref_exact = std::max(ref_exact, std::fabs(static_cast<double>(want[last + i]) - r.last_logits[i]));
         ref_fast = std::max(ref_fast, std::fabs(static_cast<double>(got[last + i]) - r.last_logits[i]));
       }
-      EXPECT_EQ(testing::greedy(**fast, r.input_ids, 24), testing::greedy(**exact, r.input_ids, 24));
+      const auto tokens = testing::greedy(**fast, r.input_ids, 24);
+      EXPECT_EQ(tokens, testing::greedy(**exact, r.input_ids, 24));
+      size_t agree = 0;  // with transformers' f32 continuation, for the record
+      while (agree < tokens.size() && agree < r.greedy_continuation.size() &&
+             tokens[agree] == r.greedy_continuation[agree]) {
+        ++agree;
+      }
+      agrees.push_back(' ');
+      agrees.append(std::to_string(agree));
     }
     std::printf(
         "%s, bf16 weights as int16: max |logit - exact bf16 path| = %.3g; last position against transformers' f32: "
-        "exact bf16 %.3g, int16 %.3g\n",
-        isa_name(isa), max_diff, ref_exact, ref_fast);
+        "exact bf16 %.3g, int16 %.3g; greedy tokens equal to transformers' (of 24):%s\n",
+        isa_name(isa), max_diff, ref_exact, ref_fast, agrees.c_str());
     EXPECT_LE(max_diff, 5e-3);
   }
   if (tested == 0) GTEST_SKIP() << "no ISA of this CPU takes BF16 as int16 panels";
