@@ -92,11 +92,12 @@ struct Weights {
   std::vector<std::vector<float>> i16_scales;  // kI16Panel: each copy's scales
 };
 
-// F16 as int16 panels where the table has tile_i16 and no tile_bf16_dp (AVX2;
-// AVX-512 under TESSERA_BENCH_NO_BF16=1), as the engine's default
-// --f16-matmul auto does; TESSERA_BENCH_F16_EXACT=1 (this benchmark only)
-// keeps the exact F16 tile, to compare both in one build. (Where the table
-// has tile_bf16_dp this benchmark measures F16 exactly, as it always did.)
+// F16 and BF16 as int16 panels where the table has tile_i16 and no
+// tile_bf16_dp (AVX2; AVX-512 under TESSERA_BENCH_NO_BF16=1), as the engine's
+// default --f16-matmul auto does; TESSERA_BENCH_F16_EXACT=1 (this benchmark
+// only) keeps the exact F16 and BF16 tiles, to compare both in one build.
+// (Where the table has tile_bf16_dp this benchmark measures F16 exactly, as
+// it always did.)
 bool bench_f16_as_i16() {
   const char* exact = std::getenv("TESSERA_BENCH_F16_EXACT");
   return exact == nullptr || std::string(exact) != "1";
@@ -133,11 +134,12 @@ const Weights& weights(DType t, int64_t rows = kRows, int64_t cols = kCols) {
                            rows, cols);
     for (size_t i = 0; i < n_copies; ++i) w.x16.push_back(packed);
     w.layout = WeightLayout::kBf16Panel;
-  } else if (g != nullptr && g->tile_i16 != nullptr && g->tile_bf16_dp == nullptr && t == DType::kF16 &&
-             bench_f16_as_i16() && fits_i16_panels(rows, cols, g->i16_panel_rows)) {
+  } else if (g != nullptr && g->tile_i16 != nullptr && g->tile_bf16_dp == nullptr &&
+             (t == DType::kF16 || t == DType::kBF16) && bench_f16_as_i16() &&
+             fits_i16_panels(rows, cols, g->i16_panel_rows)) {
     std::vector<uint8_t> packed(one.size());
     std::vector<float> scales(static_cast<size_t>(rows * cols / 64));
-    repack_rows_as_i16_panel(DType::kF16, reinterpret_cast<const uint16_t*>(one.data()),
+    repack_rows_as_i16_panel(t, reinterpret_cast<const uint16_t*>(one.data()),
                              reinterpret_cast<int16_t*>(packed.data()), scales.data(), rows, cols, g->i16_panel_rows,
                              g);
     for (size_t i = 0; i < n_copies; ++i) {
