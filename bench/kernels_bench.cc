@@ -41,8 +41,11 @@ namespace {
 // The table is the engine's (kernels_with), so widen_half_rows follows the
 // CPU; TESSERA_BENCH_WIDEN=0 or 1 (this benchmark only) overrides it.
 // TESSERA_BENCH_NO_BF16=1 (this benchmark only) takes the tile kernels of
-// AVX-512 CPUs without AVX512-BF16 (kernels_without_avx512_bf16: BF16 then
-// takes the f32-activation tile, F16 the int16 panels).
+// AVX-512 CPUs without AVX512-BF16 (kernels_without_avx512_bf16: F16 and
+// BF16 then take the int16 panels). TESSERA_BENCH_VNNI_EVEX=1 (this benchmark
+// only, on CPUs with AVX-512 VNNI) takes the AVX-VNNI tile kernels with the
+// EVEX encoding of their vpdpbusd / vpdpwssd (avx_vnni_kernels_as_evex);
+// with TESSERA_ISA=avx2 the rest of the table is the AVX-VNNI table's too.
 const Kernels& bench_kernels() {
   static const Isa isa = [] {
     const char* env = std::getenv("TESSERA_ISA");
@@ -61,6 +64,12 @@ const Kernels& bench_kernels() {
     if (const char* no_bf16 = std::getenv("TESSERA_BENCH_NO_BF16");
         no_bf16 != nullptr && std::string(no_bf16) == "1" && out.gemm != nullptr) {
       out.gemm = kernels_without_avx512_bf16(isa).gemm;
+    }
+    // The AVX-VNNI tile kernels with EVEX vpdpbusd / vpdpwssd, on a CPU with
+    // AVX-512 VNNI (kernels.h avx_vnni_kernels_as_evex).
+    if (const char* evex = std::getenv("TESSERA_BENCH_VNNI_EVEX");
+        evex != nullptr && std::string(evex) == "1" && out.gemm != nullptr && cpu_features().avx512_vnni) {
+      out.gemm = avx_vnni_kernels_as_evex().gemm;
     }
     const char* tile = std::getenv("TESSERA_BENCH_TILE");
     int r = 0, t = 0;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/gemm.h"
@@ -27,11 +28,17 @@ namespace {
 using testing::isa_label;
 using testing::random_floats;
 
-std::vector<Isa> i16_isas() {
-  std::vector<Isa> out;
+// Every table with tile_i16 this CPU runs, labelled: one per ISA, and on
+// CPUs with AVX-512 VNNI the AVX-VNNI code with EVEX vpdpwssd
+// (avx_vnni_kernels_as_evex) too, where the real AVX-VNNI table cannot run.
+std::vector<std::pair<std::string, const GemmKernels*>> i16_tables() {
+  std::vector<std::pair<std::string, const GemmKernels*>> out;
   for (Isa isa : supported_isas()) {
     const GemmKernels* g = kernels_for(isa).gemm;
-    if (g != nullptr && g->tile_i16 != nullptr) out.push_back(isa);
+    if (g != nullptr && g->tile_i16 != nullptr) out.emplace_back(isa_label(isa), g);
+  }
+  if (cpu_features().avx512_vnni && !cpu_features().avx_vnni) {
+    out.emplace_back("avxvnni as evex", avx_vnni_kernels_as_evex().gemm);
   }
   return out;
 }
@@ -83,11 +90,11 @@ void pack(const GemmKernels& g, const float* x, uint8_t* out, int64_t n) {
 }
 
 TEST(GemmI16, PackMatchesReference) {
-  const std::vector<Isa> isas = i16_isas();
-  if (isas.empty()) GTEST_SKIP() << "no table with tile_i16 on this CPU";
-  for (Isa isa : isas) {
-    SCOPED_TRACE(isa_label(isa));
-    const GemmKernels& g = *kernels_for(isa).gemm;
+  const auto tables = i16_tables();
+  if (tables.empty()) GTEST_SKIP() << "no table with tile_i16 on this CPU";
+  for (const auto& [label, table] : tables) {
+    SCOPED_TRACE(label);
+    const GemmKernels& g = *table;
     for (int64_t n : {64, 128, 640, 2048}) {
       std::vector<float> x = random_floats(n, static_cast<uint32_t>(n), 3.0f);
       // Group 1: a zero group; group 2 (if any): a NaN; group 3: ties at
@@ -162,10 +169,10 @@ TEST(GemmI16, PanelRepackPlacesQuantsAndScales) {
       }
       // Through each table of this panel height (its quantize_i16 and, where
       // it has them, widen_f16 / widen_bf16): the same bits.
-      for (Isa isa : i16_isas()) {
-        const GemmKernels& g = *kernels_for(isa).gemm;
+      for (const auto& [label, table] : i16_tables()) {
+        const GemmKernels& g = *table;
         if (g.i16_panel_rows != pr) continue;
-        SCOPED_TRACE(isa_label(isa));
+        SCOPED_TRACE(label);
         std::vector<int16_t> q2(q.size(), -1);
         std::vector<float> d2(d.size(), -1.0f);
         repack_rows_as_i16_panel(t, w.data(), q2.data(), d2.data(), rows, cols, pr, &g);
@@ -216,11 +223,11 @@ Problem make_problem(int64_t rows, int64_t tokens, int64_t n, uint32_t seed, int
 }
 
 TEST(GemmI16, TileMatchesReferenceBitsInEveryShapeAndTheF32ProductWithinTheBound) {
-  const std::vector<Isa> isas = i16_isas();
-  if (isas.empty()) GTEST_SKIP() << "no table with tile_i16 on this CPU";
-  for (Isa isa : isas) {
-    SCOPED_TRACE(isa_label(isa));
-    const GemmKernels& g = *kernels_for(isa).gemm;
+  const auto tables = i16_tables();
+  if (tables.empty()) GTEST_SKIP() << "no table with tile_i16 on this CPU";
+  for (const auto& [label, table] : tables) {
+    SCOPED_TRACE(label);
+    const GemmKernels& g = *table;
     const int pr = g.i16_panel_rows;
     const int64_t panels = 2 * g.i16_stream_panels + 1, rows = panels * pr;
     const int64_t tokens = 2 * g.i16_tokens + 1;
@@ -297,12 +304,12 @@ TEST(GemmI16, TileMatchesReferenceBitsInEveryShapeAndTheF32ProductWithinTheBound
 // sum would change sign). Every table's tile, every shape it takes, against
 // dot_i16_ref bit for bit and against the exact value within float rounding.
 TEST(GemmI16, GroupSumsAtTheBoundStayExact) {
-  const std::vector<Isa> isas = i16_isas();
-  if (isas.empty()) GTEST_SKIP() << "no table with tile_i16 on this CPU";
+  const auto tables = i16_tables();
+  if (tables.empty()) GTEST_SKIP() << "no table with tile_i16 on this CPU";
   const int64_t n = 256, tokens = 2;
-  for (Isa isa : isas) {
-    SCOPED_TRACE(isa_label(isa));
-    const GemmKernels& g = *kernels_for(isa).gemm;
+  for (const auto& [label, table] : tables) {
+    SCOPED_TRACE(label);
+    const GemmKernels& g = *table;
     const int pr = g.i16_panel_rows;
     const int64_t rows = pr;
     // Row r: +1.5 or -1.5 (by r's parity) times a sign pattern over the
@@ -352,13 +359,13 @@ TEST(GemmI16, GroupSumsAtTheBoundStayExact) {
 // range's ends in a pattern that differs from pair to pair (the bound
 // itself: GroupSumsAtTheBoundStayExact).
 TEST(GemmI16, AllTablesGiveTheSameBits) {
-  const std::vector<Isa> isas = i16_isas();
-  if (isas.size() < 2) GTEST_SKIP() << "fewer than two tables with tile_i16 on this CPU";
+  const auto tables = i16_tables();
+  if (tables.size() < 2) GTEST_SKIP() << "fewer than two tables with tile_i16 on this CPU";
   const int64_t n = 1024, rows = 32, tokens = 4;
   std::vector<float> want;
-  for (Isa isa : isas) {
-    SCOPED_TRACE(isa_label(isa));
-    const GemmKernels& g = *kernels_for(isa).gemm;
+  for (const auto& [label, table] : tables) {
+    SCOPED_TRACE(label);
+    const GemmKernels& g = *table;
     const int pr = g.i16_panel_rows;
     const Problem p = make_problem(rows, tokens, n, 77, pr);
     const auto xs = packed_i16_row_bytes(n);

@@ -472,30 +472,39 @@ TEST(Gemm, ExtremeQuantsGiveExactIntegerSums) {
 // quantized type and tile shape, and the decode form, bit for bit (the
 // integer sums are the same exact integers, the float steps the same;
 // gemm_avx2.inc). Random blocks and the extremes of the test above are both
-// covered: rows of random weights and activations with ±127 runs.
+// covered: rows of random weights and activations with ±127 runs. Where the
+// CPU has no AVX-VNNI but AVX-512 VNNI (Zen 4, Ice Lake), the same AVX-VNNI
+// code with the EVEX encoding of its vpdpbusd / vpdpwssd
+// (avx_vnni_kernels_as_evex) stands in; with both, both run.
 TEST(Gemm, AvxVnniTilesGiveTheAvx2Bits) {
-  bool vnni = false;
-  for (Isa isa : supported_isas()) vnni = vnni || isa == Isa::kAvxVnni;
-  if (!vnni) GTEST_SKIP() << "no AVX-VNNI on this CPU";
+  std::vector<std::pair<std::string, const GemmKernels*>> vnni;
+  if (cpu_features().avx_vnni) vnni.emplace_back("avxvnni", kernels_for(Isa::kAvxVnni).gemm);
+  if (cpu_features().avx512_vnni) vnni.emplace_back("avxvnni as evex", avx_vnni_kernels_as_evex().gemm);
+  if (vnni.empty()) GTEST_SKIP() << "neither AVX-VNNI nor AVX-512 VNNI on this CPU";
   const GemmKernels& avx2 = *kernels_for(Isa::kAvx2).gemm;
-  const GemmKernels& vn = *kernels_for(Isa::kAvxVnni).gemm;
-  ASSERT_NE(&avx2, &vn);
-  uint32_t seed = 900;
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
-    for (int64_t n : is_k_quant(t) ? std::vector<int64_t>{256, 1280, 2048} : std::vector<int64_t>{32, 544, 2048}) {
-      SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(n));
-      Problem p = make_problem(t, 2 * vn.quant_rows + 1, 2 * vn.quant_tokens + 1, n, seed += 10);
-      // Half the activation rows at the ends of their range.
-      for (int64_t k = 0; k < p.tokens; k += 2) {
-        for (int64_t i = 0; i < n; ++i) p.x[static_cast<size_t>(k * n + i)] = ((k + i / 8) & 1) == 0 ? 127.0f : -127.0f;
-      }
-      const Activations a = make_activations(avx2, p);
-      const Activations b = make_activations(vn, p);
-      const std::vector<float> want = run_with_shape(avx2, p, a, 1, 1);
-      for (int tr = 1; tr <= vn.quant_rows; ++tr) {
-        for (int tt = 1; tt <= vn.quant_tokens; ++tt) {
-          const std::vector<float> y = run_with_shape(vn, p, b, tr, tt);
-          ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * sizeof(float))) << "tile " << tr << "x" << tt;
+  for (const auto& [label, table] : vnni) {
+    SCOPED_TRACE(label);
+    const GemmKernels& vn = *table;
+    ASSERT_NE(&avx2, &vn);
+    uint32_t seed = 900;
+    for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+      for (int64_t n : is_k_quant(t) ? std::vector<int64_t>{256, 1280, 2048} : std::vector<int64_t>{32, 544, 2048}) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(n));
+        Problem p = make_problem(t, 2 * vn.quant_rows + 1, 2 * vn.quant_tokens + 1, n, seed += 10);
+        // Half the activation rows at the ends of their range.
+        for (int64_t k = 0; k < p.tokens; k += 2) {
+          for (int64_t i = 0; i < n; ++i) {
+            p.x[static_cast<size_t>(k * n + i)] = ((k + i / 8) & 1) == 0 ? 127.0f : -127.0f;
+          }
+        }
+        const Activations a = make_activations(avx2, p);
+        const Activations b = make_activations(vn, p);
+        const std::vector<float> want = run_with_shape(avx2, p, a, 1, 1);
+        for (int tr = 1; tr <= vn.quant_rows; ++tr) {
+          for (int tt = 1; tt <= vn.quant_tokens; ++tt) {
+            const std::vector<float> y = run_with_shape(vn, p, b, tr, tt);
+            ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * sizeof(float))) << "tile " << tr << "x" << tt;
+          }
         }
       }
     }

@@ -35,6 +35,11 @@ const Kernels& kernels_without_avx512_bf16(Isa isa) {
   return detail::avx512_kernels_without_bf16();
 }
 
+const Kernels& avx_vnni_kernels_as_evex() {
+  TESSERA_CHECK(cpu_features().avx512_vnni);
+  return detail::avx_vnni_evex_kernels();
+}
+
 Kernels kernels_with(Isa isa, bool tile_kernels, int decode_streams) {
   TESSERA_CHECK(decode_streams >= 1 && decode_streams <= kMaxDecodeStreams);
   Kernels t = kernels_for(isa);

@@ -209,6 +209,14 @@ const Kernels& kernels();
 // F16 then takes the int16 panels), for other ISAs kernels_for(isa). Lets
 // tests and kernels_bench run that table on a CPU with AVX512-BF16.
 const Kernels& kernels_without_avx512_bf16(Isa isa);
+// The AVX-VNNI table (Isa::kAvxVnni: the AVX2 kernels, and the tile kernels of
+// gemm_avx2.inc with TESSERA_AVX_VNNI) with its 256-bit vpdpbusd / vpdpwssd
+// in their EVEX encoding (AVX512-VNNI + AVX512VL), the same operations on
+// the same lanes (Intel SDM): the AVX-VNNI code as it runs on Alder Lake or
+// Zen 5, on a CPU with AVX-512 VNNI and without AVX-VNNI (Zen 4, Ice Lake),
+// so that tests and kernels_bench run it there. Never chosen by kernels_for
+// or the engine. Requires cpu_features().avx512_vnni (aborts otherwise).
+const Kernels& avx_vnni_kernels_as_evex();
 
 // kernels_for(isa) with the schedule switches applied: without the tile
 // kernels (gemm = nullptr) when !tile_kernels, and decode_streams streams.

@@ -725,4 +725,13 @@ const Kernels& avx_vnni_kernels() {
   return kAvxVnniTable;
 }
 
+const Kernels& avx_vnni_evex_kernels() {
+  static constexpr Kernels kTable = [] {
+    Kernels t = kAvxVnniTable;
+    t.gemm = &kGemmAvxVnniEvex;
+    return t;
+  }();
+  return kTable;
+}
+
 }  // namespace tessera::cpu::detail

@@ -14,6 +14,8 @@ const Kernels& scalar_kernels();
 const Kernels& avx2_kernels();
 // avx2_kernels() with the AVX-VNNI tile kernels (kGemmAvxVnni).
 const Kernels& avx_vnni_kernels();
+// avx_vnni_kernels() with kGemmAvxVnniEvex (for AVX-512 VNNI CPUs).
+const Kernels& avx_vnni_evex_kernels();
 // The AVX-512 table for this CPU: with the AVX512-BF16 tile
 // (kGemmAvx512Bf16) where CPUID reports AVX512-BF16.
 const Kernels& avx512_kernels();
@@ -35,6 +37,9 @@ extern const GemmKernels kGemmAvx2;
 // kGemmAvx2's kernels with vpdpbusd (AVX-VNNI) integer products, bit-identical
 // (gemm_avx_vnni.cc).
 extern const GemmKernels kGemmAvxVnni;
+// kGemmAvxVnni's code with the EVEX (AVX512-VNNI + AVX512VL) encodings of the
+// same 256-bit vpdpbusd / vpdpwssd (gemm_avx_vnni_evex.cc).
+extern const GemmKernels kGemmAvxVnniEvex;
 // kGemmAvx512 plus the AVX512-BF16 kernel (gemm_bf16_avx512.cc), for CPUs
 // that report avx512_bf16.
 extern const GemmKernels kGemmAvx512Bf16;
