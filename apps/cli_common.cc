@@ -49,7 +49,8 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
                  "F16 and BF16 weight matrices: auto = F16 as bf16 on the avx512 path of CPUs with AVX512-BF16 (2x "
                  "the f32 FMA rate, weights rounded to bf16 at load), F16 and BF16 as int16 on the avx2 paths and on "
                  "avx512 without AVX512-BF16 (weights quantized to int16 per 64 columns at load, exact integer sums), "
-                 "exact on the scalar path; f16 = the f16 and bf16 weights exactly")
+                 "exact on the scalar path; f16 = the f16 and bf16 weights exactly (f32 FMAs; BF16 on AVX512-BF16 "
+                 "keeps vdpbf16ps, activations rounded to bf16)")
       ->check(CLI::IsMember({"auto", "f16"}))
       ->capture_default_str()
       ->group(kGroupEngine);

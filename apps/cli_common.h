@@ -42,7 +42,7 @@ struct EngineFlags {
   int64_t ctx_size = 0;                 // 0: min(trained context, 4096)
   std::string kv_cache_memory;          // e.g. "64MiB"; overrides ctx_size
   std::string kv_cache_dtype = "auto";  // auto, f16, bf16, f32, int8 or fp8
-  std::string f16_matmul = "auto";      // --f16-matmul: auto (bf16 on AVX512-BF16) or f16 (exact)
+  std::string f16_matmul = "auto";      // --f16-matmul: auto (bf16 / int16 per CPU) or f16 (exact weights)
   std::string quantize;                 // load-time quantization (q8_0, q4_0, q4_k); empty: none
   std::string device = "cpu";           // --device: a backend_names() entry
   bool check_tensors = false;           // --check-tensors: every weight value checked for Inf/NaN at load

@@ -46,6 +46,11 @@ namespace {
 // only, on CPUs with AVX-512 VNNI) takes the AVX-VNNI tile kernels with the
 // EVEX encoding of their vpdpbusd / vpdpwssd (avx_vnni_kernels_as_evex);
 // with TESSERA_ISA=avx2 the rest of the table is the AVX-VNNI table's too.
+bool bench_vnni_evex() {
+  const char* evex = std::getenv("TESSERA_BENCH_VNNI_EVEX");
+  return evex != nullptr && std::string(evex) == "1" && cpu_features().avx512_vnni;
+}
+
 const Kernels& bench_kernels() {
   static const Isa isa = [] {
     const char* env = std::getenv("TESSERA_ISA");
@@ -67,10 +72,7 @@ const Kernels& bench_kernels() {
     }
     // The AVX-VNNI tile kernels with EVEX vpdpbusd / vpdpwssd, on a CPU with
     // AVX-512 VNNI (kernels.h avx_vnni_kernels_as_evex).
-    if (const char* evex = std::getenv("TESSERA_BENCH_VNNI_EVEX");
-        evex != nullptr && std::string(evex) == "1" && out.gemm != nullptr && cpu_features().avx512_vnni) {
-      out.gemm = avx_vnni_kernels_as_evex().gemm;
-    }
+    if (bench_vnni_evex() && out.gemm != nullptr) out.gemm = avx_vnni_kernels_as_evex().gemm;
     const char* tile = std::getenv("TESSERA_BENCH_TILE");
     int r = 0, t = 0;
     if (out.gemm != nullptr && tile != nullptr && std::sscanf(tile, "%dx%d", &r, &t) == 2 && r >= 1 &&
@@ -194,7 +196,8 @@ void run_matmul(benchmark::State& state, DType t, int64_t n_tokens, bool hot = f
   state.counters["GB/s"] = benchmark::Counter(bytes * iters / 1e9, benchmark::Counter::kIsRate);
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * rows * cols * static_cast<double>(n_tokens) * iters / 1e9, benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(dtype_name(t)) + " " + isa_name(bench_kernels().isa) + (tiled ? " tiled" : " dot") +
+  state.SetLabel(std::string(dtype_name(t)) + " " + isa_name(bench_kernels().isa) +
+                 (tiled ? bench_vnni_evex() ? " tiled (avxvnni tiles, evex)" : " tiled" : " dot") +
                  (tiled && w.layout == WeightLayout::kI16Panel ? " int16" : "") +
                  (half_row_widener(table(tiled), t, n_tokens) != nullptr ? " widened" : ""));
 }
