@@ -1,5 +1,6 @@
 #include "backend/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <new>
@@ -64,9 +65,7 @@ class CpuBackend final : public Backend {
     std::string s = std::string("cpu ") + isa_name(k_.isa) + ", " + std::to_string(options_.threads) +
                     (options_.threads == 1 ? " thread" : " threads") +
                     (k_.gemm != nullptr ? ", tile kernels" : ", no tile kernels");
-    if (f16_rounded_) s += ", f16 weights as bf16";
-    if (f16_int16_) s += ", f16 weights as int16";
-    if (bf16_int16_) s += ", bf16 weights as int16";
+    for (const std::string& note : weight_notes_) s += ", " + note;
     if (k_.decode_streams != kDefaultDecodeStreams) {
       s += ", " + std::to_string(k_.decode_streams) + (k_.decode_streams == 1 ? " decode stream" : " decode streams");
     }
@@ -101,10 +100,13 @@ class CpuBackend final : public Backend {
     // Embedding rows are dequantized one at a time and keep the file layout.
     const MatrixView out =
         use == MatrixUse::kEmbedding ? view : cpu::prepare_matrix(k_, view, pool_, storage, f16_inexact());
-    f16_rounded_ = f16_rounded_ || (w.dtype == DType::kF16 && out.dtype == DType::kBF16);
-    const bool int16 = out.layout == cpu::WeightLayout::kI16Panel;
-    f16_int16_ = f16_int16_ || (int16 && w.dtype == DType::kF16);
-    bf16_int16_ = bf16_int16_ || (int16 && w.dtype == DType::kBF16);
+    // The inexact half-precision paths this model's matrices took, once each.
+    std::string note;
+    if (w.dtype == DType::kF16 && out.dtype == DType::kBF16) note = "f16 weights as bf16";
+    if (out.layout == cpu::WeightLayout::kI16Panel) note = std::string(dtype_name(w.dtype)) + " weights as int16";
+    if (!note.empty() && std::find(weight_notes_.begin(), weight_notes_.end(), note) == weight_notes_.end()) {
+      weight_notes_.push_back(note);
+    }
     return std::unique_ptr<DeviceMatrix>(new CpuMatrix(out, std::move(storage)));
   }
 
@@ -195,11 +197,11 @@ class CpuBackend final : public Backend {
   BackendOptions options_;
   Kernels k_;
   ThreadPool pool_;
-  const ForwardBatch* batch_ = nullptr;    // the staged step (read in place)
-  std::vector<uint8_t> scratch_;           // quantized activations for matmul
-  bool f16_rounded_ = false;               // an F16 matrix was prepared as bf16 panels
-  bool f16_int16_ = false;                 // an F16 matrix was prepared as int16 panels
-  bool bf16_int16_ = false;                // a BF16 matrix was prepared as int16 panels
+  const ForwardBatch* batch_ = nullptr;  // the staged step (read in place)
+  std::vector<uint8_t> scratch_;         // quantized activations for matmul
+  // "f16 weights as bf16", "f16 weights as int16", "bf16 weights as int16":
+  // each inexact path a prepared matrix took (describe()).
+  std::vector<std::string> weight_notes_;
   std::unique_ptr<BandwidthProbe> probe_;  // 1 GiB, made on the first measurement
 };
 
