@@ -154,7 +154,11 @@ Result<uint64_t> EngineCore::submit(std::vector<int32_t> prompt, const Generatio
   }
   const auto n_prompt = static_cast<int64_t>(prompt.size());
   const int64_t ctx = config_.ctx_size;
-  if (n_prompt >= ctx) {
+  // A prompt may fill the context only when nothing is to be generated
+  // (max_tokens 0: the prompt is scored or timed, and the request ends with
+  // finish reason "length"; Scheduler::can_admit then reserves no slot for a
+  // next token).
+  if (n_prompt > ctx || (n_prompt == ctx && options.max_tokens != 0)) {
     return out_of_range("the prompt has " + std::to_string(n_prompt) + " tokens but the context holds " +
                         std::to_string(ctx) + ", which must leave room for a generated token");
   }

@@ -85,7 +85,8 @@ class Scheduler {
   void preempt(SeqSlot* seq);
   void enqueue_waiting(SeqSlot* seq);
   // Whether `seq` (after its prefix match) fits in KV memory now: its known
-  // tokens plus one to decode.
+  // tokens plus one to decode, unless max_total_tokens says it generates
+  // nothing more (max_tokens 0: a prompt that fills the cache is admitted).
   bool can_admit(const SeqSlot& seq) const;
 
   SchedulerConfig config_;

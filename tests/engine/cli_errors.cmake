@@ -88,9 +88,11 @@ expect_error_matching(2 "--kv-cache-memory: invalid size unit in '12XB'" run -m 
 expect_error_matching(2 "--kv-cache-memory: must be positive" run -m ${STORIES} -p hi --kv-cache-memory 0)
 expect_error(2 bench -m ${STORIES} --kv-cache-memory bogus)
 expect_error_matching(1 "smaller than one KV block" run -m ${STORIES} -p hi --kv-cache-memory 1KiB)
-# A prompt that fills the context says why it does not fit.
+# A prompt that fills the context says why it does not fit (it does with -n 0: nothing is generated).
 expect_error_matching(1 "the prompt has 5 tokens but the context holds 5, which must leave room for a generated token"
                       run -m ${STORIES} -p "Once upon a time" -c 5)
+expect_error_matching(1 "the prompt has 6 tokens but the context holds 5"
+                      run -m ${STORIES} -p "Once upon a time there" -c 5 -n 0)
 expect_error(1 inspect /nonexistent.gguf)
 
 # tessera bench-serving: --concurrency is checked before the model loads, a usage error.

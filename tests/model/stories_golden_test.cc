@@ -46,5 +46,43 @@ TEST(Stories260K, PromptLongerThanContextIsAnError) {
   EXPECT_NE(result.status().message().find("context holds 32"), std::string::npos) << result.status().message();
 }
 
+// A prompt exactly as long as the context (and the KV cache: 32 tokens, two
+// blocks) is refused when a token is to be generated, and scored when none
+// is (max_tokens 0, as `run -n 0` and prompt scoring ask): its logits are
+// those of an engine with room to spare, and the request ends with "length".
+TEST(Stories260K, PromptFillingTheContextIsScoredWhenNothingIsGenerated) {
+  TESSERA_REQUIRE_SHARED_FILE(path, "models/stories260K.gguf");
+  auto model = Model::load(path);
+  ASSERT_TRUE(model.ok());
+  const Model& m = **model;
+  std::vector<int32_t> prompt = m.tokenizer().encode(
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends "
+      "and her dog.",
+      true);
+  ASSERT_GE(prompt.size(), 32u);
+  prompt.resize(32);
+  auto full = testing::make_engine(m, testing::cpu_backend(1), 0, 32);
+  auto roomy = testing::make_engine(m, testing::cpu_backend(1), 0, 64);
+  ASSERT_TRUE(full.ok() && roomy.ok());
+  ASSERT_EQ((*full)->kv_spec().capacity_tokens(), 32);
+  GenerationOptions one;
+  one.max_tokens = 1;
+  auto refused = run_to_completion(**full, prompt, one);
+  EXPECT_EQ(refused.status().code(), StatusCode::kOutOfRange);
+  EXPECT_NE(refused.status().message().find("must leave room for a generated token"), std::string::npos)
+      << refused.status().message();
+  GenerationOptions none;
+  none.max_tokens = 0;
+  auto scored = run_to_completion(**full, prompt, none);
+  ASSERT_TRUE(scored.ok()) << scored.status().to_string();
+  EXPECT_EQ(scored->metrics.generated_tokens, 0);
+  EXPECT_EQ(scored->choices[0].finish, FinishReason::kLength);
+  const std::vector<float> got = testing::all_logits(**full, prompt);
+  const std::vector<float> want = testing::all_logits(**roomy, prompt);
+  ASSERT_EQ(got.size(), prompt.size() * static_cast<size_t>(m.config().n_vocab));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5) << "logit " << i;
+}
+
 }  // namespace
 }  // namespace tessera

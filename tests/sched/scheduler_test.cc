@@ -43,6 +43,32 @@ struct Fixture {
   }
 };
 
+// A sequence that generates nothing (max_tokens 0) is admitted when its
+// prompt fills the whole cache (it waited forever before: admission kept a
+// slot for a next token); one that generates is admitted with a slot for its
+// first token (and refused by add when that can never fit:
+// RefusesRequestsThatCanNeverFit).
+TEST(Scheduler, PromptFillingTheCacheIsAdmittedOnlyWhenNothingIsGenerated) {
+  {
+    Fixture f(4, {8, 64, 64});  // 4 blocks of 4: 16 slots
+    SeqSlot* a = f.add(16, 0);
+    const auto out = f.step();
+    ASSERT_EQ(out.scheduled.size(), 1u);
+    EXPECT_EQ(f.count_for(out, a), 16);
+    EXPECT_TRUE(out.scheduled[0].needs_logits);
+  }
+  {
+    Fixture f(5, {8, 64, 64});  // 20 slots: a 16-token prompt plus one fits
+    SeqSlot* a = f.add(16, 1);
+    EXPECT_EQ(f.count_for(f.step(), a), 16);
+  }
+  {
+    Fixture f(4, {8, 64, 64});
+    SeqSlot* a = f.add(15, 1);  // 15 + 1 fills the cache exactly: admitted
+    EXPECT_EQ(f.count_for(f.step(), a), 15);
+  }
+}
+
 TEST(Scheduler, ChunksPromptsWithinTheTokenBudget) {
   Fixture f(64, {8, 10, 256});
   SeqSlot* a = f.add(25, 4);
