@@ -35,8 +35,8 @@ void Scheduler::enqueue_waiting(SeqSlot* seq) {
 }
 
 bool Scheduler::can_admit(const SeqSlot& seq) const {
-  const int64_t need = std::min(seq.num_tokens() + 1, std::max(seq.num_tokens(), seq.max_total_tokens));
-  return kv_.blocks_needed(seq.table, need) <= kv_.num_available();
+  const bool may_generate = seq.num_tokens() < seq.max_total_tokens;
+  return kv_.blocks_needed(seq.table, seq.num_tokens() + (may_generate ? 1 : 0)) <= kv_.num_available();
 }
 
 void Scheduler::preempt(SeqSlot* seq) {

@@ -53,11 +53,11 @@ Matrix make_matrix(DType t, int64_t rows, int64_t cols, uint32_t seed) {
 
 // m's view as the engine hands it to k: prepare_matrix's x16 copy (owned by
 // `storage`) where k has tile kernels for its type, else m.view itself;
-// with f16_inexact, F16 matrices as bf16 or int16 panels and BF16 matrices
+// with half_inexact, F16 matrices as bf16 or int16 panels and BF16 matrices
 // as int16 panels where k has them (and no bf16 tile).
-MatrixView prepared(const Kernels& k, const Matrix& m, WeightStorage& storage, bool f16_inexact = false) {
+MatrixView prepared(const Kernels& k, const Matrix& m, WeightStorage& storage, bool half_inexact = false) {
   ThreadPool pool(2);
-  return prepare_matrix(k, m.view, pool, storage, f16_inexact);
+  return prepare_matrix(k, m.view, pool, storage, half_inexact);
 }
 
 TEST(Matmul, MatchesDoublePrecisionReference) {
@@ -139,7 +139,7 @@ TEST(Matmul, MatchesDoublePrecisionReference) {
 
 // kernels_for(isa); with strip_bf16, the table of CPUs without AVX512-BF16
 // (kernels_without_avx512_bf16), which take F16 as int16 panels under
-// f16_inexact.
+// half_inexact.
 const Kernels& table_for(Isa isa, bool strip_bf16) {
   return strip_bf16 ? kernels_without_avx512_bf16(isa) : kernels_for(isa);
 }

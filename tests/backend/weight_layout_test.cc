@@ -198,7 +198,7 @@ TEST(WeightLayout, PrepareMatrixTakesF16AsBf16Panels) {
   }
 }
 
-// prepare_matrix with f16_inexact on a table with tile_i16 and without
+// prepare_matrix with half_inexact on a table with tile_i16 and without
 // tile_bf16_dp (AVX2; AVX-512 without AVX512-BF16, kernels_without_avx512_bf16
 // here): an F16 or BF16 matrix that fits the table's panel height keeps its
 // dtype, in the int16 panel layout with its scales beside it, equal to the

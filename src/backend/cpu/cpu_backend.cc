@@ -99,7 +99,7 @@ class CpuBackend final : public Backend {
     WeightStorage storage;
     // Embedding rows are dequantized one at a time and keep the file layout.
     const MatrixView out =
-        use == MatrixUse::kEmbedding ? view : cpu::prepare_matrix(k_, view, pool_, storage, f16_inexact());
+        use == MatrixUse::kEmbedding ? view : cpu::prepare_matrix(k_, view, pool_, storage, half_inexact());
     // The inexact half-precision paths this model's matrices took, once each.
     std::string note;
     if (w.dtype == DType::kF16 && out.dtype == DType::kBF16) note = "f16 weights as bf16";
@@ -186,7 +186,7 @@ class CpuBackend final : public Backend {
   // Whether F16 matrices may take the table's inexact path, bf16 panels
   // (AVX512-BF16) or int16 panels (AVX2), and BF16 matrices int16 panels on
   // tables without AVX512-BF16: BackendOptions::f16_matmul.
-  bool f16_inexact() const {
+  bool half_inexact() const {
     return options_.f16_matmul == F16Matmul::kAuto && k_.gemm != nullptr &&
            (k_.gemm->tile_bf16_dp != nullptr || k_.gemm->tile_i16 != nullptr);
   }

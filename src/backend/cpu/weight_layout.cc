@@ -197,20 +197,20 @@ void unpack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, in
 }
 
 MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& pool, WeightStorage& storage,
-                          bool f16_inexact) {
+                          bool half_inexact) {
   if (w.layout != WeightLayout::kGguf || w.rows <= 0) return w;
   const size_t row_bytes = dtype_row_bytes(w.dtype, w.cols);
   const size_t bytes = row_bytes * static_cast<size_t>(w.rows);
   const auto* src = static_cast<const uint8_t*>(w.data);
   const bool x16 = k.gemm != nullptr && has_x16_layout(w.dtype) && has_tile(*k.gemm, w.dtype);
-  const bool from_f16 = f16_inexact && w.dtype == DType::kF16;  // values rounded to bf16 or int16
+  const bool half = w.dtype == DType::kF16 || w.dtype == DType::kBF16;
+  const bool from_f16 = half_inexact && w.dtype == DType::kF16;  // values rounded to bf16 or int16
   const bool panels = k.gemm != nullptr && k.gemm->tile_bf16_dp != nullptr && (w.dtype == DType::kBF16 || from_f16) &&
                       !w.f32_activations && fits_bf16_panels(w.rows, w.cols);
   // F16 and (on tables without tile_bf16_dp) BF16 values quantized to int16.
-  const bool i16 = !panels && f16_inexact && (w.dtype == DType::kF16 || w.dtype == DType::kBF16) && k.gemm != nullptr &&
-                   k.gemm->tile_i16 != nullptr && !w.f32_activations &&
-                   fits_i16_panels(w.rows, w.cols, k.gemm->i16_panel_rows);
-  const bool is_float = w.dtype == DType::kF16 || w.dtype == DType::kBF16 || w.dtype == DType::kF32;
+  const bool i16 = !panels && half_inexact && half && k.gemm != nullptr && k.gemm->tile_i16 != nullptr &&
+                   !w.f32_activations && fits_i16_panels(w.rows, w.cols, k.gemm->i16_panel_rows);
+  const bool is_float = half || w.dtype == DType::kF32;
   if (!x16 && !panels && !i16 && !(is_float && MappedFile::contains(src, bytes))) return w;
   uint8_t* const copy =
       storage.emplace_back(bytes).data();  // (a later emplace_back moves the WeightCopy, not its bytes)

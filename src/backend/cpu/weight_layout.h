@@ -154,10 +154,10 @@ using WeightStorage = std::vector<WeightCopy>;
 //   layout, rows repacked in parallel on `pool`;
 // - a BF16 matrix whose products take bf16 activations (k has
 //   tile_bf16_dp, w is not f32_activations) and that fits_bf16_panels: a
-//   copy in the bf16 panel layout; with f16_inexact, an F16 matrix on the
+//   copy in the bf16 panel layout; with half_inexact, an F16 matrix on the
 //   same terms too, its values rounded to bf16 (repack_rows_f16_as_bf16_panel;
 //   the returned view is then BF16: BackendOptions::f16_matmul); with
-//   f16_inexact on a table without tile_bf16_dp but with tile_i16 (AVX2;
+//   half_inexact on a table without tile_bf16_dp but with tile_i16 (AVX2;
 //   AVX-512 without AVX512-BF16), an F16 or BF16 matrix that
 //   fits_i16_panels in the table's panel height and is not f32_activations:
 //   a copy in the int16 panel layout and a second copy with its scales (the
@@ -172,6 +172,6 @@ using WeightStorage = std::vector<WeightCopy>;
 // transparent huge pages are in "madvise" mode) and the mapped file's pages
 // are released.
 MatrixView prepare_matrix(const Kernels& k, const MatrixView& w, ThreadPool& pool, WeightStorage& storage,
-                          bool f16_inexact = false);
+                          bool half_inexact = false);
 
 }  // namespace tessera::cpu
