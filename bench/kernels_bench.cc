@@ -134,7 +134,7 @@ const Weights& weights(DType t, int64_t rows = kRows, int64_t cols = kCols) {
   const size_t n_copies = std::max<size_t>(1, (target + one.size() - 1) / one.size());
   for (size_t i = 0; i < n_copies; ++i) w.copies.push_back(one);
   const GemmKernels* g = bench_kernels().gemm;
-  if (g != nullptr && has_x16_layout(t)) {
+  if (g != nullptr && has_x16_layout(t) && has_tile(*g, t)) {
     std::vector<uint8_t> packed(one.size());
     repack_rows_x16(t, one.data(), packed.data(), rows, cols);
     for (size_t i = 0; i < n_copies; ++i) w.x16.push_back(packed);
@@ -241,7 +241,8 @@ void BM_FewRowsHot(benchmark::State& state) {
 }
 
 void dtype_args(benchmark::internal::Benchmark* b) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K,
+                  DType::kQ4_1, DType::kQ5_0, DType::kQ5_1}) {
     for (int threads : {1, 2}) {
       for (int tiled : {0, 1}) b->Args({threads, static_cast<int64_t>(t), tiled});
     }

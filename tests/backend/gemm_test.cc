@@ -38,7 +38,24 @@ struct Problem {
 };
 
 bool is_quant(DType t) {
-  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ6_K;
+  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ6_K || t == DType::kQ4_1 ||
+         t == DType::kQ5_0 || t == DType::kQ5_1;
+}
+
+// The x16 tile of a 32-element format (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1).
+decltype(GemmKernels::tile_q4_0) x16_tile(const GemmKernels& g, DType t) {
+  switch (t) {
+    case DType::kQ8_0:
+      return g.tile_q8_0;
+    case DType::kQ4_1:
+      return g.tile_q4_1;
+    case DType::kQ5_0:
+      return g.tile_q5_0;
+    case DType::kQ5_1:
+      return g.tile_q5_1;
+    default:
+      return g.tile_q4_0;
+  }
 }
 
 // The super-block formats (rows a multiple of 256 elements).
@@ -103,8 +120,7 @@ Activations make_activations(const GemmKernels& g, const Problem& p) {
     const size_t groups = row_bytes / sizeof(PackedQ8x16Group);
     a.packed.resize(groups * static_cast<size_t>(p.tokens));
     for (int64_t k = 0; k < p.tokens; ++k)
-      g.pack_q8x16(p.x.data() + k * p.n, a.packed.data() + k * groups, p.n,
-                   p.dtype == DType::kQ8_0 ? kQ8Offset : kQ4Offset);
+      g.pack_q8x16(p.x.data() + k * p.n, a.packed.data() + k * groups, p.n, x16_act_offset(p.dtype));
     a.data = a.packed.data();
     a.stride = static_cast<int64_t>(row_bytes);
   } else {
@@ -123,10 +139,11 @@ void run_tile(const GemmKernels& g, const Problem& p, const Activations& a, int6
   float* out = y + t0 * p.rows + r0;
   switch (p.dtype) {
     case DType::kQ8_0:
-      g.tile_q8_0(w, ws, rows, static_cast<const PackedQ8x16Group*>(x), a.stride, tokens, p.n, out, p.rows);
-      break;
     case DType::kQ4_0:
-      g.tile_q4_0(w, ws, rows, static_cast<const PackedQ8x16Group*>(x), a.stride, tokens, p.n, out, p.rows);
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+      x16_tile(g, p.dtype)(w, ws, rows, static_cast<const PackedQ8x16Group*>(x), a.stride, tokens, p.n, out, p.rows);
       break;
     case DType::kQ4_K:
       g.tile_q4_k(w, ws, rows, static_cast<const PackedQ8KGroup*>(x), a.stride, tokens, p.n, out, p.rows);
@@ -163,7 +180,8 @@ std::vector<float> run_with_shape(const GemmKernels& g, const Problem& p, const 
   return y;
 }
 
-const DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
+const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+                        DType::kQ4_K, DType::kQ6_K, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1};
 
 TEST(Gemm, PackedLayoutMatchesQ8_0Blocks) {
   for (Isa isa : supported_isas()) {
@@ -248,14 +266,12 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
               for (int64_t r0 = 0; r0 + 2 * (tr - 1) < p.rows; ++r0) {
                 std::vector<float> out(static_cast<size_t>(tr));
                 const uint8_t* w0 = p.w.data() + static_cast<size_t>(r0) * p.w_row_bytes;
-                if (t == DType::kQ8_0) {
-                  g->tile_q8_0(w0, ws, tr, xk, a.stride, 1, n, out.data(), 1);
-                } else if (t == DType::kQ4_0) {
-                  g->tile_q4_0(w0, ws, tr, xk, a.stride, 1, n, out.data(), 1);
-                } else if (t == DType::kQ4_K) {
+                if (t == DType::kQ4_K) {
                   g->tile_q4_k(w0, ws, tr, reinterpret_cast<const PackedQ8KGroup*>(xk), a.stride, 1, n, out.data(), 1);
-                } else {
+                } else if (t == DType::kQ6_K) {
                   g->tile_q6_k(w0, ws, tr, reinterpret_cast<const BlockQ8_K*>(xk), a.stride, 1, n, out.data(), 1);
+                } else {
+                  x16_tile(*g, t)(w0, ws, tr, xk, a.stride, 1, n, out.data(), 1);
                 }
                 for (int s = 0; s < tr; ++s) {
                   ASSERT_EQ(0, std::memcmp(&out[s], &one[static_cast<size_t>(k * p.rows + r0 + 2 * s)], sizeof(float)))

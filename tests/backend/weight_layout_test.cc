@@ -39,10 +39,29 @@ TEST(WeightLayout, HandWorkedQ4_0Row) {
   EXPECT_EQ(x16, want);
 }
 
+// A Q5_1 row of two blocks counting up from 0: block 0 is bytes 0..23 (d
+// 0,1; m 2,3; qh 4..7; quants 8..23), block 1 bytes 24..47. The x16 group
+// (g = 2) keeps the fields field-major (both d, both m, both qh), then the
+// quant words word-major.
+TEST(WeightLayout, HandWorkedQ5_1Row) {
+  std::vector<uint8_t> gguf(48);
+  std::iota(gguf.begin(), gguf.end(), uint8_t{0});
+  const std::vector<uint8_t> want = {0,  1,  24, 25,                   // d of blocks 0, 1
+                                     2,  3,  26, 27,                   // m
+                                     4,  5,  6,  7,  28, 29, 30, 31,   // qh
+                                     8,  9,  10, 11, 32, 33, 34, 35,   // word 0 of blocks 0, 1
+                                     12, 13, 14, 15, 36, 37, 38, 39,   // word 1
+                                     16, 17, 18, 19, 40, 41, 42, 43,   // word 2
+                                     20, 21, 22, 23, 44, 45, 46, 47};  // word 3
+  std::vector<uint8_t> x16(48, 0xee);
+  repack_rows_x16(DType::kQ5_1, gguf.data(), x16.data(), 1, 64);
+  EXPECT_EQ(x16, want);
+}
+
 // Repack then unpack gives the bytes back, for rows of whole groups, of a
 // short last group, and of one short group only; the repacked row differs.
 TEST(WeightLayout, RoundTrip) {
-  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K}) {
+  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1}) {
     const std::vector<int64_t> sizes = t == DType::kQ4_K ? std::vector<int64_t>{256, 768, 1024, 1280, 2304}
                                                          : std::vector<int64_t>{32, 96, 512, 544, 1024 + 480};
     for (int64_t cols : sizes) {
@@ -62,12 +81,14 @@ TEST(WeightLayout, RoundTrip) {
   }
 }
 
-// Q4_0 / Q8_0 become x16 copies only for a kernel table with tile kernels;
-// other types, and already repacked views, come back as they are.
+// The x16 types become x16 copies only for a kernel table with their tile
+// kernels (Q4_1 / Q5_0 / Q5_1: AVX-512 only); other types, and already
+// repacked views, come back as they are.
 TEST(WeightLayout, PrepareMatrixRepacksOnlyForTileKernels) {
   ThreadPool pool(2);
   const int64_t rows = 5, cols = 544;
-  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kF16}) {
+  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kF16, DType::kQ4_1, DType::kQ5_0,
+                  DType::kQ5_1}) {
     const int64_t c = dtype_is_k_quant(t) ? 512 : cols;
     std::vector<uint8_t> bytes(dtype_row_bytes(t, c) * rows, 0x11);
     const MatrixView w{t, bytes.data(), rows, c};
@@ -76,7 +97,10 @@ TEST(WeightLayout, PrepareMatrixRepacksOnlyForTileKernels) {
       const Kernels& k = kernels_for(isa);
       WeightStorage storage;
       const MatrixView p = prepare_matrix(k, w, pool, storage);
-      const bool repack = k.gemm != nullptr && has_x16_layout(t);
+      const bool repack = k.gemm != nullptr && has_x16_layout(t) && has_tile(*k.gemm, t);
+      if (k.isa == Isa::kAvx512 && has_x16_layout(t)) {
+        EXPECT_TRUE(repack);
+      }
       EXPECT_EQ(p.layout, repack ? WeightLayout::kX16 : WeightLayout::kGguf);
       EXPECT_EQ(p.data != w.data, repack);
       EXPECT_EQ(storage.size(), repack ? 1u : 0u);

@@ -15,7 +15,7 @@
 // 4 × 6 tile, and matmul's result for a token does not depend on which other
 // tokens share the call (the engine relies on this; see matmul.h).
 //
-// Quantized weights (Q8_0, Q4_0, Q4_K) come in the x16 layout
+// Quantized weights (Q8_0, Q4_0, Q4_K; Q4_1, Q5_0, Q5_1) come in the x16 layout
 // (weight_layout.h) and take activations in a packed format made from f32
 // by pack_q8x16 (Q8_0 blocks quantized exactly as
 // Kernels::quantize_row_q8_0, each group of sixteen blocks laid out like the
@@ -65,9 +65,31 @@ inline size_t packed_q8k_row_bytes(int64_t n) {
   return static_cast<size_t>((blocks + 3) / 4) * sizeof(PackedQ8KGroup);
 }
 
-// Offsets of the unsigned weight quants: Q8_0 as w + 128, Q4_0 nibbles as w + 8.
+// Offsets of the unsigned weight quants: Q8_0 as w + 128, Q4_0 nibbles as w + 8,
+// Q5_0's 5-bit quants as w + 16.
 inline constexpr int32_t kQ8Offset = 128;
 inline constexpr int32_t kQ4Offset = 8;
+inline constexpr int32_t kQ5Offset = 16;
+// The packing offset for the formats with a minimum (Q4_1, Q5_1: w = d * u +
+// m, u unsigned as stored): offset_sum then holds +sum(x) for the min term
+// (m * d_x * sum(x)) instead of a seed.
+inline constexpr int32_t kSumOffset = -1;
+
+// The pack_q8x16 offset for activations against x16 weights of type t
+// (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1).
+inline int32_t x16_act_offset(DType t) {
+  switch (t) {
+    case DType::kQ8_0:
+      return kQ8Offset;
+    case DType::kQ5_0:
+      return kQ5Offset;
+    case DType::kQ4_1:
+    case DType::kQ5_1:
+      return kSumOffset;
+    default:
+      return kQ4Offset;
+  }
+}
 
 // Bytes of one packed activation row of n elements (n % 32 == 0): groups of
 // sixteen blocks, the last group zero-padded (zero quants, scales and seeds).
@@ -98,13 +120,14 @@ struct GemmKernels {
   int q6_k_rows, q6_k_tokens;
 
   // x[n] f32 -> out[packed_q8x16_row_bytes(n)], 64-byte aligned; n % 32 == 0;
-  // offset: kQ8Offset for Q8_0 weights, kQ4Offset for Q4_0.
+  // offset: x16_act_offset of the weights' type (kQ8Offset for Q8_0,
+  // kQ4Offset for Q4_0, ...).
   void (*pack_q8x16)(const float* x, PackedQ8x16Group* out, int64_t n, int32_t offset);
   // x[n] f32 -> out[packed_q8k_row_bytes(n)], 64-byte aligned; n % 256 == 0;
   // quantized exactly as Kernels::quantize_row_q8_k does (for Q4_K weights).
   void (*pack_q8k)(const float* x, PackedQ8KGroup* out, int64_t n);
 
-  // Tile kernels. w: first weight row (x16 layout for Q8_0 / Q4_0); w_stride:
+  // Tile kernels. w: first weight row (x16 layout for the 32-element formats); w_stride:
   // bytes between weight rows; x: first activation row (packed groups for quantized weights, f32 for
   // float weights); x_stride: bytes between activation rows; n: elements per
   // row (a multiple of 32 for quantized weights); y[t * y_stride + r] (floats)
@@ -121,6 +144,18 @@ struct GemmKernels {
   // element bit-identical to the same ISA's QuantKernels::dot_q6_k.
   void (*tile_q6_k)(const uint8_t* w, int64_t w_stride, int rows, const BlockQ8_K* x, int64_t x_stride, int tokens,
                     int64_t n, float* y, int64_t y_stride);
+  // Q4_1, Q5_0 and Q5_1 (x16 layout, activations packed with
+  // x16_act_offset): each block's exact integer sum of u * x (Q5_0 seeded
+  // with -16 * sum(x)), then per block d_w * d_x times it (and, with a
+  // minimum, m_w * d_x * sum(x)). Tile shapes as Q4_0's (q4_0_rows,
+  // q4_0_tokens). Null in sets without them (AVX2: those types then take
+  // the dot products and keep the GGUF layout).
+  void (*tile_q4_1)(const uint8_t* w, int64_t w_stride, int rows, const PackedQ8x16Group* x, int64_t x_stride,
+                    int tokens, int64_t n, float* y, int64_t y_stride);
+  void (*tile_q5_0)(const uint8_t* w, int64_t w_stride, int rows, const PackedQ8x16Group* x, int64_t x_stride,
+                    int tokens, int64_t n, float* y, int64_t y_stride);
+  void (*tile_q5_1)(const uint8_t* w, int64_t w_stride, int rows, const PackedQ8x16Group* x, int64_t x_stride,
+                    int tokens, int64_t n, float* y, int64_t y_stride);
   void (*tile_f32)(const float* w, int64_t w_stride, int rows, const float* x, int64_t x_stride, int tokens, int64_t n,
                    float* y, int64_t y_stride);
   void (*tile_f16)(const uint16_t* w, int64_t w_stride, int rows, const float* x, int64_t x_stride, int tokens,
@@ -194,6 +229,12 @@ inline bool has_tile(const GemmKernels& g, DType t) {
       return g.tile_q8_0 != nullptr;
     case DType::kQ4_0:
       return g.tile_q4_0 != nullptr;
+    case DType::kQ4_1:
+      return g.tile_q4_1 != nullptr;
+    case DType::kQ5_0:
+      return g.tile_q5_0 != nullptr;
+    case DType::kQ5_1:
+      return g.tile_q5_1 != nullptr;
     case DType::kQ4_K:
       return g.tile_q4_k != nullptr;
     case DType::kQ6_K:

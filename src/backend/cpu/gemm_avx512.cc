@@ -77,61 +77,109 @@ void pack_q8k(const float* x, PackedQ8KGroup* out, int64_t n) {
 
 // ---- quantized weights (x16 layout, weight_layout.h) ------------------------
 
-// One group of `lanes` blocks of one weight row: the scales widened to f32
-// and the quant words (lanes past `lanes` zero).
+// One group of `lanes` blocks of one weight row: the scales (and minima)
+// widened to f32, the fifth-bit words and the quant words (lanes past
+// `lanes` zero).
 template <int kWords>
 struct WeightGroup {
-  __m512 d;
+  __m512 d, m;
+  __m512i qh;
   __m512i words[kWords];
 };
 
-// Stored word k and the scales of a group of `lanes` blocks at p (lanes
-// past `lanes` zero).
+// Stored word k of a group of `lanes` blocks at p whose blocks have kHead
+// bytes of fields before their quants (weight_layout.h; lanes past `lanes`
+// zero).
+template <int kHead = 2>
 __m512i load_word(const uint8_t* p, int lanes, int k) {
-  if (lanes == kX16Blocks) return _mm512_loadu_si512(p + 32 + 64 * k);
-  return _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << lanes) - 1u), p + 2 * lanes + 4 * lanes * k);
+  if (lanes == kX16Blocks) return _mm512_loadu_si512(p + kHead * kX16Blocks + 64 * k);
+  return _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << lanes) - 1u), p + kHead * lanes + 4 * lanes * k);
 }
-__m512 load_scales(const uint8_t* p, int lanes) {
+// The f16 field `at` bytes into each block's head (0: d; 2: Q4_1 / Q5_1's
+// m), widened.
+__m512 load_scales(const uint8_t* p, int lanes, int at = 0) {
+  p += at * lanes;
   if (lanes == kX16Blocks) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << lanes) - 1u), p));
 }
+// The 32-bit field `at` bytes into each block's head (Q5_0 / Q5_1's qh).
+__m512i load_head_words(const uint8_t* p, int lanes, int at) {
+  p += at * lanes;
+  if (lanes == kX16Blocks) return _mm512_loadu_si512(p);
+  return _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << lanes) - 1u), p);
+}
 
-template <int kWords>
-WeightGroup<kWords> load_group(const uint8_t* p, int lanes) {
-  WeightGroup<kWords> g;
+template <typename Rows>
+WeightGroup<Rows::kWords> load_group(const uint8_t* p, int lanes) {
+  WeightGroup<Rows::kWords> g;
   g.d = load_scales(p, lanes);
-  for (int k = 0; k < kWords; ++k) g.words[k] = load_word(p, lanes, k);
+  g.m = Rows::kHasMin ? load_scales(p, lanes, 2) : _mm512_setzero_ps();
+  g.qh = Rows::kHighAt != 0 ? load_head_words(p, lanes, Rows::kHighAt) : _mm512_setzero_si512();
+  for (int k = 0; k < Rows::kWords; ++k) g.words[k] = load_word<Rows::kHead>(p, lanes, k);
   return g;
 }
+
+// 0x10 in byte i of dword v where bit i of v (0..15) is set: the fifth bits
+// of four elements, placed by one vpermd (which reads an index's low four
+// bits only).
+constexpr int32_t fifth_bits_of(int v) {
+  uint32_t e = 0;
+  for (int i = 0; i < 4; ++i) e |= ((static_cast<uint32_t>(v) >> i) & 1u) << (8 * i + 4);
+  return static_cast<int32_t>(e);
+}
+alignas(64) constexpr int32_t kFifthBits[16] = {
+    fifth_bits_of(0),  fifth_bits_of(1),  fifth_bits_of(2),  fifth_bits_of(3), fifth_bits_of(4),  fifth_bits_of(5),
+    fifth_bits_of(6),  fifth_bits_of(7),  fifth_bits_of(8),  fifth_bits_of(9), fifth_bits_of(10), fifth_bits_of(11),
+    fifth_bits_of(12), fifth_bits_of(13), fifth_bits_of(14), fifth_bits_of(15)};
 
 // The 32-element formats (x16 groups of 16 blocks, PackedQ8x16Group
 // activations): dot gives each block's exact integer dot product in its own
 // lane from Derived's unpacking (kParts unsigned words per stored word,
-// part(word, h) against x.q[x_word(k, h)]); the group step converts it and
-// applies d_w * d_x with one FMA.
+// part(word, qh, k, h) against x.q[x_word(k, h)]); the group step converts
+// it and applies d_w * d_x with one FMA (and m_w * d_x * sum(x) with
+// another for the formats with a minimum). Derived sets kHead (bytes of
+// fields before a block's quants), kHasMin, kHighAt (offset of qh in the
+// head, 0: none) and kSeeded (offset_sum seeds the integer sum; otherwise
+// it is sum(x), packed with kSumOffset).
 template <typename Derived, int W, int BlockBytes>
 struct X16BlockRows {
   static constexpr int kWords = W;
   static constexpr int kBlockBytes = BlockBytes;
   static constexpr int kBlockElems = kQuantBlockElems;
   static constexpr int kGroupBlocks = kX16Blocks;
+  static constexpr int kHead = 2;
+  static constexpr bool kHasMin = false;
+  static constexpr int kHighAt = 0;
+  static constexpr bool kSeeded = true;
   using Act = PackedQ8x16Group;
   using Group = WeightGroup<W>;
-  static Group load(const uint8_t* p, int blocks) { return load_group<W>(p, blocks); }
+  static Group load(const uint8_t* p, int blocks) { return load_group<Derived>(p, blocks); }
+  static __m512i seed(const Act& x) {
+    return Derived::kSeeded ? _mm512_load_si512(x.offset_sum) : _mm512_setzero_si512();
+  }
   // Each block's exact integer dot product: the seed, then every part of
   // every stored word against its activation word (Derived::part, x_word).
   static __m512i dot(const Group& w, const Act& x) {
-    __m512i acc = _mm512_load_si512(x.offset_sum);
+    __m512i acc = seed(x);
     for (int k = 0; k < kWords; ++k) {
       for (int h = 0; h < Derived::kParts; ++h) {
-        acc = _mm512_dpbusd_epi32(acc, Derived::part(w.words[k], h), _mm512_load_si512(x.q[Derived::x_word(k, h)]));
+        acc = _mm512_dpbusd_epi32(acc, Derived::part(w.words[k], w.qh, k, h),
+                                  _mm512_load_si512(x.q[Derived::x_word(k, h)]));
       }
     }
     return acc;
   }
-  static __m512 fma(const Group& w, const Act& x, __m512 acc) {
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot(w, x)), _mm512_mul_ps(w.d, _mm512_load_ps(x.d)), acc);
+  // The group step: d_w * d_x times the integer sums, then for the formats
+  // with a minimum m_w times d_x * sum(x).
+  static __m512 step(__m512i sums, __m512 d, __m512 m, const Act& x, __m512 acc) {
+    const __m512 dx = _mm512_load_ps(x.d);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(d, dx), acc);
+    if constexpr (Derived::kHasMin) {
+      acc = _mm512_fmadd_ps(m, _mm512_mul_ps(dx, _mm512_cvtepi32_ps(_mm512_load_si512(x.offset_sum))), acc);
+    }
+    return acc;
   }
+  static __m512 fma(const Group& w, const Act& x, __m512 acc) { return step(dot(w, x), w.d, w.m, x, acc); }
 };
 
 // Q8_0: u = w + 128 (xor of the sign bit); the excess 128 * sum(x) is
@@ -140,20 +188,58 @@ struct X16BlockRows {
 struct Q8Rows : X16BlockRows<Q8Rows, 8, sizeof(BlockQ8_0)> {
   // Stored word k is one unsigned word, against x.q[k].
   static constexpr int kParts = 1;
-  static __m512i part(__m512i word, int) { return _mm512_xor_si512(word, _mm512_set1_epi8(static_cast<char>(0x80))); }
+  static __m512i part(__m512i word, __m512i, int, int) {
+    return _mm512_xor_si512(word, _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
   static int x_word(int k, int) { return k; }
+};
+
+// The nibble formats: stored word k holds two parts, its low nibbles
+// against x.q[k], its high nibbles against x.q[k + 4].
+template <typename Derived, int BlockBytes>
+struct NibbleRows : X16BlockRows<Derived, 4, BlockBytes> {
+  static constexpr int kParts = 2;
+  static __m512i nibbles(__m512i word, int h) {
+    return _mm512_and_si512(h == 0 ? word : _mm512_srli_epi16(word, 4), _mm512_set1_epi8(0x0f));
+  }
+  static __m512i part(__m512i word, __m512i, int, int h) { return nibbles(word, h); }
+  static int x_word(int k, int h) { return k + 4 * h; }
 };
 
 // Q4_0: the nibbles are already u = w + 8 (low nibble of byte j: element j,
 // high: element 16 + j); the seed (packed with kQ4Offset) cancels 8 * sum(x).
-struct Q4Rows : X16BlockRows<Q4Rows, 4, sizeof(BlockQ4_0)> {
-  // Stored word k holds two: its low nibbles against x.q[k], its high
-  // nibbles against x.q[k + 4].
-  static constexpr int kParts = 2;
-  static __m512i part(__m512i word, int h) {
-    return _mm512_and_si512(h == 0 ? word : _mm512_srli_epi16(word, 4), _mm512_set1_epi8(0x0f));
+struct Q4Rows : NibbleRows<Q4Rows, sizeof(BlockQ4_0)> {};
+
+// Q4_1: w = d * u + m, u the nibble; no seed, the minimum's term from sum(x).
+struct Q41Rows : NibbleRows<Q41Rows, sizeof(BlockQ4_1)> {
+  static constexpr int kHead = 4;
+  static constexpr bool kHasMin = true;
+  static constexpr bool kSeeded = false;
+};
+
+// The 5-bit formats: u = nibble | fifth bit << 4, the fifth bits of the
+// part's four elements per lane (elements 16h + 4k + i, bits 16h + 4k + i of
+// the block's qh) moved to bit 4 of their bytes by one vpermd.
+template <typename Derived, int BlockBytes>
+struct FiveBitRows : NibbleRows<Derived, BlockBytes> {
+  static __m512i part(__m512i word, __m512i qh, int k, int h) {
+    const __m512i bits = _mm512_permutexvar_epi32(_mm512_srli_epi32(qh, 16 * h + 4 * k), _mm512_load_si512(kFifthBits));
+    return _mm512_or_si512(NibbleRows<Derived, BlockBytes>::nibbles(word, h), bits);
   }
-  static int x_word(int k, int h) { return k + 4 * h; }
+};
+
+// Q5_0: u = w + 16; the seed (packed with kQ5Offset) cancels 16 * sum(x).
+struct Q50Rows : FiveBitRows<Q50Rows, sizeof(BlockQ5_0)> {
+  static constexpr int kHead = 6;
+  static constexpr int kHighAt = 2;
+};
+
+// Q5_1: w = d * u + m; no seed, the minimum's term from sum(x).
+struct Q51Rows : FiveBitRows<Q51Rows, sizeof(BlockQ5_1)> {
+  static constexpr int kHead = 8;
+  static constexpr bool kHasMin = true;
+  static constexpr int kHighAt = 4;
+  static constexpr bool kSeeded = false;
 };
 
 // Every quantized tile: per element, the group steps (Rows::fma) in group
@@ -184,12 +270,12 @@ void tile_quant(const uint8_t* w, int64_t w_stride, const typename Rows::Act* x,
   store_tile(acc, y, y_stride);
 }
 
-// Q8_0 / Q4_0 with several tokens: the same per-element arithmetic as
-// tile_quant<Rows> (each block's exact integer dot product, seeded with
-// offset_sum, then the one FMA per group), but word by word over the whole
-// tile: each weight word is unpacked once for all T tokens and each
-// activation word loaded once for all R rows, where Rows::fma reloads the
-// activation words for every row (loads, not vpdpbusd, bounded the 4 x 4
+// The 32-element formats with several tokens: the same per-element
+// arithmetic as tile_quant<Rows> (each block's exact integer dot product,
+// seeded as Rows::seed, then Rows::step per group), but word by word over
+// the whole tile: each weight word is unpacked once for all T tokens and
+// each activation word loaded once for all R rows, where Rows::fma reloads
+// the activation words for every row (loads, not vpdpbusd, bounded the 4 x 4
 // tile: Q4_0 prefill +12-14%). Integer sums do not depend on their order,
 // so every element keeps the 1 x 1 tile's bits.
 template <typename Rows, int R, int T>
@@ -208,33 +294,39 @@ void tile_x16_words(const uint8_t* w, int64_t w_stride, const PackedQ8x16Group* 
     __m512i s[R][T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      const __m512i seed = _mm512_load_si512(xt[t][g].offset_sum);
+      const __m512i seed = Rows::seed(xt[t][g]);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) s[r][t] = seed;
+    }
+    __m512i qh[R];  // the fifth bits (5-bit formats only)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      qh[r] = Rows::kHighAt != 0 ? load_head_words(group(r), lanes, Rows::kHighAt) : _mm512_setzero_si512();
     }
 #pragma GCC unroll 8
     for (int k = 0; k < Rows::kWords; ++k) {
       __m512i wv[R];
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) wv[r] = load_word(group(r), lanes, k);
+      for (int r = 0; r < R; ++r) wv[r] = load_word<Rows::kHead>(group(r), lanes, k);
 #pragma GCC unroll 2
       for (int h = 0; h < Rows::kParts; ++h) {
+        __m512i u[R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) u[r] = Rows::part(wv[r], qh[r], k, h);
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
           const __m512i xv = _mm512_load_si512(xt[t][g].q[Rows::x_word(k, h)]);
 #pragma GCC unroll 8
-          for (int r = 0; r < R; ++r) s[r][t] = _mm512_dpbusd_epi32(s[r][t], Rows::part(wv[r], h), xv);
+          for (int r = 0; r < R; ++r) s[r][t] = _mm512_dpbusd_epi32(s[r][t], u[r], xv);
         }
       }
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512 d = load_scales(group(r), lanes);
+      const __m512 m = Rows::kHasMin ? load_scales(group(r), lanes, 2) : _mm512_setzero_ps();
 #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        acc[r][t] =
-            _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r][t]), _mm512_mul_ps(d, _mm512_load_ps(xt[t][g].d)), acc[r][t]);
-      }
+      for (int t = 0; t < T; ++t) acc[r][t] = Rows::step(s[r][t], d, m, xt[t][g], acc[r][t]);
     }
   }
   store_tile(acc, y, y_stride);
@@ -542,6 +634,20 @@ struct Q4Inst {
     }
   }
 };
+template <typename Rows>
+struct X16Inst {
+  template <int R, int T>
+  struct Of {
+    static void run(const uint8_t* w, int64_t ws, const PackedQ8x16Group* x, int64_t xs, int64_t n, float* y,
+                    int64_t ys) {
+      if constexpr (T == 1) {
+        tile_quant<Rows, R, T>(w, ws, x, xs, n, y, ys);
+      } else {
+        tile_x16_words<Rows, R, T>(w, ws, x, xs, n, y, ys);
+      }
+    }
+  };
+};
 template <int R, int T>
 struct Q4KInst {
   static void run(const uint8_t* w, int64_t ws, const PackedQ8KGroup* x, int64_t xs, int64_t n, float* y, int64_t ys) {
@@ -579,6 +685,9 @@ struct BF16Inst {
 
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, Q8Inst> kQ8Tiles{};
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, Q4Inst> kQ4Tiles{};
+constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q41Rows>::Of> kQ41Tiles{};
+constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q50Rows>::Of> kQ50Tiles{};
+constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q51Rows>::Of> kQ51Tiles{};
 constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, Q4KInst> kQ4KTiles{};
 constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, Q6KInst> kQ6KTiles{};
 constexpr ShapeTable<FloatFn32, kFloatRows, kFloatTokens, F32Inst> kF32Tiles{};
@@ -592,6 +701,18 @@ void tile_q8_0(const uint8_t* w, int64_t ws, int rows, const PackedQ8x16Group* x
 void tile_q4_0(const uint8_t* w, int64_t ws, int rows, const PackedQ8x16Group* x, int64_t xs, int tokens, int64_t n,
                float* y, int64_t ys) {
   kQ4Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
+}
+void tile_q4_1(const uint8_t* w, int64_t ws, int rows, const PackedQ8x16Group* x, int64_t xs, int tokens, int64_t n,
+               float* y, int64_t ys) {
+  kQ41Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
+}
+void tile_q5_0(const uint8_t* w, int64_t ws, int rows, const PackedQ8x16Group* x, int64_t xs, int tokens, int64_t n,
+               float* y, int64_t ys) {
+  kQ50Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
+}
+void tile_q5_1(const uint8_t* w, int64_t ws, int rows, const PackedQ8x16Group* x, int64_t xs, int tokens, int64_t n,
+               float* y, int64_t ys) {
+  kQ51Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
 }
 void tile_q4_k(const uint8_t* w, int64_t ws, int rows, const PackedQ8KGroup* x, int64_t xs, int tokens, int64_t n,
                float* y, int64_t ys) {
@@ -752,6 +873,9 @@ const GemmKernels kGemmAvx512{
     .tile_q4_0 = tile_q4_0,
     .tile_q4_k = tile_q4_k,
     .tile_q6_k = tile_q6_k,
+    .tile_q4_1 = tile_q4_1,
+    .tile_q5_0 = tile_q5_0,
+    .tile_q5_1 = tile_q5_1,
     .tile_f32 = tile_f32,
     .tile_f16 = tile_f16,
     .tile_bf16 = tile_bf16,

@@ -323,8 +323,9 @@ void i16_panel_rows(const GemmKernels& g, const MatrixView& w, const uint8_t* x,
 }
 
 // Float and Q6_K weights in any layout where the set has their tile (Q6_K's
-// reads GGUF rows); Q8_0 / Q4_0 / Q4_K once prepare_matrix has put them in
-// the x16 layout (a kernel table without tile kernels reads GGUF rows).
+// reads GGUF rows); the x16 types (Q8_0 / Q4_0 / Q4_K, and Q4_1 / Q5_0 / Q5_1
+// on AVX-512) once prepare_matrix has put them in the x16 layout (a kernel
+// table without their tile kernels reads GGUF rows).
 bool has_tile_kernel(const GemmKernels& g, const MatrixView& w) {
   if (w.layout != WeightLayout::kGguf) return true;  // x16, bf16 or int16 panels
   return (w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16 || w.dtype == DType::kQ6_K) &&
@@ -427,7 +428,7 @@ Activations prepare_activations(ThreadPool& pool, const Kernels& k, DType w_dtyp
   const DType act = dtype_vec_dot_type(w_dtype);
   if (act == DType::kF32) return {reinterpret_cast<const uint8_t*>(x), static_cast<size_t>(cols) * sizeof(float)};
   // One row of x into `out`, in the form the weight's kernels take.
-  const int32_t offset = w_dtype == DType::kQ8_0 ? kQ8Offset : kQ4Offset;
+  const int32_t offset = x16_act_offset(w_dtype);
   // Q6_K's tile reads plain Q8_K rows, like its dot products.
   const bool packed = tiled && w_dtype != DType::kQ6_K;
   auto quantize = [&](const float* xt, uint8_t* out) {
@@ -474,6 +475,16 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
       case DType::kQ4_0:
         tiled_rows<uint8_t, PackedQ8x16Group>(g.tile_q4_0, n_tokens == 1 ? g.quant_rows : g.q4_0_rows, g.q4_0_tokens,
                                               wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1,
+                                              k.decode_streams);
+        return;
+      case DType::kQ4_1:
+      case DType::kQ5_0:
+      case DType::kQ5_1:
+        tiled_rows<uint8_t, PackedQ8x16Group>(w.dtype == DType::kQ4_1   ? g.tile_q4_1
+                                              : w.dtype == DType::kQ5_0 ? g.tile_q5_0
+                                                                        : g.tile_q5_1,
+                                              n_tokens == 1 ? g.quant_rows : g.q4_0_rows, g.q4_0_tokens, wb,
+                                              w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1,
                                               k.decode_streams);
         return;
       case DType::kQ4_K:

@@ -17,32 +17,53 @@ namespace tessera::cpu {
 
 namespace {
 
-constexpr size_t kScaleBytes = 2;  // one f16 per block
 constexpr size_t kWordBytes = 4;
 
-// Bytes of quants per block (a multiple of kWordBytes).
-size_t quant_bytes(DType t) {
-  return dtype_block_bytes(t) - kScaleBytes;
+// The fields before a 32-element block's quants, in GGUF order: the f16
+// scale d, for Q4_1 / Q5_1 the f16 minimum m, for Q5_0 / Q5_1 the 32 fifth
+// bits qh (weight_layout.h). Their sizes in bytes, 0 ending the list.
+struct HeadFields {
+  size_t size[4];
+};
+HeadFields head_fields(DType t) {
+  switch (t) {
+    case DType::kQ4_1:
+      return {{2, 2, 0, 0}};
+    case DType::kQ5_0:
+      return {{2, 4, 0, 0}};
+    case DType::kQ5_1:
+      return {{2, 2, 4, 0}};
+    default:  // Q4_0, Q8_0
+      return {{2, 0, 0, 0}};
+  }
 }
 
 // Moves one row between the layouts: to_x16 picks the GGUF block's pieces
 // and places them at their x16 offsets, !to_x16 the reverse.
 void convert_row(DType t, const uint8_t* src, uint8_t* dst, int64_t cols, bool to_x16) {
   const size_t block = dtype_block_bytes(t);
-  const size_t words = quant_bytes(t) / kWordBytes;
+  const HeadFields fields = head_fields(t);
+  size_t head = 0;
+  for (size_t f : fields.size) head += f;
+  const size_t words = (block - head) / kWordBytes;
   const int64_t nb = cols / dtype_block_elems(t);
   for (int64_t b0 = 0; b0 < nb; b0 += kX16Blocks) {
     const auto g = static_cast<size_t>(std::min<int64_t>(kX16Blocks, nb - b0));
     const size_t base = static_cast<size_t>(b0) * block;  // the group's first byte, both layouts
     for (size_t b = 0; b < g; ++b) {
       const size_t gguf_block = base + b * block;
-      const size_t x16_scale = base + b * kScaleBytes;
-      const uint8_t* from = to_x16 ? src + gguf_block : src + x16_scale;
-      uint8_t* to = to_x16 ? dst + x16_scale : dst + gguf_block;
-      std::memcpy(to, from, kScaleBytes);
+      // Field f of block b: at offset `at` in its GGUF block, at
+      // g * at + b * size in the group's x16 head (field-major).
+      size_t at = 0;
+      for (size_t f = 0; f < 4 && fields.size[f] != 0; at += fields.size[f], ++f) {
+        const size_t gguf_field = gguf_block + at;
+        const size_t x16_field = base + g * at + b * fields.size[f];
+        std::memcpy(to_x16 ? dst + x16_field : dst + gguf_field, to_x16 ? src + gguf_field : src + x16_field,
+                    fields.size[f]);
+      }
       for (size_t k = 0; k < words; ++k) {
-        const size_t gguf_word = gguf_block + kScaleBytes + k * kWordBytes;
-        const size_t x16_word = base + g * kScaleBytes + (k * g + b) * kWordBytes;
+        const size_t gguf_word = gguf_block + head + k * kWordBytes;
+        const size_t x16_word = base + g * head + (k * g + b) * kWordBytes;
         std::memcpy(to_x16 ? dst + x16_word : dst + gguf_word, to_x16 ? src + gguf_word : src + x16_word, kWordBytes);
       }
     }
@@ -185,7 +206,8 @@ void repack_rows_as_i16_panel(DType t, const uint16_t* src, int16_t* dst, float*
 }
 
 bool has_x16_layout(DType t) {
-  return t == DType::kQ4_0 || t == DType::kQ8_0 || t == DType::kQ4_K;
+  return t == DType::kQ4_0 || t == DType::kQ8_0 || t == DType::kQ4_K || t == DType::kQ4_1 || t == DType::kQ5_0 ||
+         t == DType::kQ5_1;
 }
 
 void repack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {

@@ -1,16 +1,19 @@
 // Weight layouts. Matrices come as GGUF stores them: row-major, each row a
 // run of blocks, each block its f16 scale then its quants. The tile kernels
-// (gemm.h: AVX-512 VNNI and AVX2) read Q4_0, Q8_0 and Q4_K rows in an
-// interleaved layout instead, made once when a Transformer is built
-// (prepare_matrix):
+// (gemm.h: AVX-512 VNNI and AVX2) read Q4_0, Q8_0 and Q4_K rows (on
+// AVX-512 also Q4_1, Q5_0 and Q5_1) in an interleaved layout instead, made
+// once when a Transformer is built (prepare_matrix):
 //
 //   x16: each row's blocks in groups of 16 (the last group of a row may hold
 //   g < 16). A group of g blocks of B bytes keeps the g * B bytes it had:
-//     - g f16 scales, block order (2g bytes);
+//     - each field before a block's quants, field-major in GGUF order, each
+//       in block order: g f16 scales d (2g bytes); Q4_1 / Q5_1: then g f16
+//       minima m (2g bytes); Q5_0 / Q5_1: then g 32-bit fifth-bit words qh
+//       (4g bytes, bit e of block b's word = bit 4 of its element e);
 //     - the quants as 4-byte words, word-major: word k of blocks 0..g-1,
-//       then word k + 1 of blocks 0..g-1, ... (Q4_0: 4 words per block,
-//       byte j holding elements j and j + 16 as its low and high nibble;
-//       Q8_0: 8 words, byte j element j).
+//       then word k + 1 of blocks 0..g-1, ... (Q4_0 / Q4_1 / Q5_x: 4 words
+//       per block, byte j holding elements j and j + 16 as its low and high
+//       nibble; Q8_0: 8 words, byte j element j).
 //
 //   Q4_K: groups of 4 super-blocks (g < 4 for the last group of a row),
 //   lanes = the 4g chunks of 64 elements (chunk c of super-block s is lane
@@ -83,7 +86,7 @@ struct MatrixView;
 
 enum class WeightLayout : uint8_t {
   kGguf,       // as stored in GGUF files
-  kX16,        // the interleaved groups above (Q4_0, Q8_0, Q4_K only)
+  kX16,        // the interleaved groups above (has_x16_layout types only)
   kBf16Panel,  // the bf16 panels above (BF16 only)
   kI16Panel,   // the int16 panels above (from F16 or BF16; MatrixView::i16_scales)
 };
@@ -129,7 +132,7 @@ void repack_rows_as_i16_panel(DType t, const uint16_t* src, int16_t* dst, float*
 inline constexpr int kX16Blocks = 16;
 inline constexpr int kX16SuperBlocks = 4;
 
-// Whether dtype t has an x16 layout (Q4_0, Q8_0, Q4_K).
+// Whether dtype t has an x16 layout (Q4_0, Q8_0, Q4_K, Q4_1, Q5_0, Q5_1).
 bool has_x16_layout(DType t);
 
 // Rewrites `rows` rows of `cols` elements (a multiple of the block) from the GGUF
@@ -150,7 +153,7 @@ using WeightStorage = std::vector<WeightCopy>;
 // copy (`storage` owns it; growing `storage` never moves the bytes of
 // earlier copies); otherwise w itself:
 // - when k has a tile kernel for w's type (has_tile(*k.gemm, w.dtype)) and
-//   w is a Q4_0 / Q8_0 / Q4_K matrix in the GGUF layout, a copy in the x16
+//   w is a matrix of an x16 type (has_x16_layout) in the GGUF layout, a copy in the x16
 //   layout, rows repacked in parallel on `pool`;
 // - a BF16 matrix whose products take bf16 activations (k has
 //   tile_bf16_dp, w is not f32_activations) and that fits_bf16_panels: a
