@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -63,12 +64,14 @@ bool is_k_quant(DType t) {
   return t == DType::kQ4_K || t == DType::kQ6_K;
 }
 
-Problem make_problem(DType t, int64_t rows, int64_t tokens, int64_t n, uint32_t seed) {
+// w_row(r) gives weight row r before quantization (default: random).
+Problem make_problem(DType t, int64_t rows, int64_t tokens, int64_t n, uint32_t seed,
+                     const std::function<std::vector<float>(int64_t)>& w_row = nullptr) {
   Problem p{t, rows, tokens, n, {}, {}, {}, {}, dtype_row_bytes(t, n)};
   p.w.resize(p.w_row_bytes * static_cast<size_t>(rows));
   p.w_f32.resize(static_cast<size_t>(rows * n));
   for (int64_t r = 0; r < rows; ++r) {
-    const std::vector<float> src = random_floats(n, seed + static_cast<uint32_t>(r));
+    const std::vector<float> src = w_row ? w_row(r) : random_floats(n, seed + static_cast<uint32_t>(r));
     uint8_t* dst = p.w.data() + static_cast<size_t>(r) * p.w_row_bytes;
     quantize_row(t, src.data(), dst, n);
     dequantize_row(t, dst, p.w_f32.data() + r * n, n);
@@ -294,6 +297,64 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
   if (!any) GTEST_SKIP() << "no ISA with tile kernels on this CPU";
 }
 
+// The 5-bit formats at their integer bound: blocks of u = 31 (one element
+// at -M sets d = M / 16, the others at 15/16 M quantize to u = 31) against
+// activations of +-127, in every table and tile shape: the AVX2 path's s16
+// pair sums (two quant words per widening, <= 31496) must not wrap, and
+// every element must equal the double-precision product of the dequantized
+// values to 1e-5.
+TEST(Gemm, FiveBitSumsAtTheBoundStayExact) {
+  bool any = false;
+  for (Isa isa : supported_isas()) {
+    const GemmKernels* g = kernels_for(isa).gemm;
+    if (g == nullptr) continue;
+    SCOPED_TRACE(isa_label(isa));
+    for (DType t : {DType::kQ5_0, DType::kQ5_1}) {
+      if (!has_tile(*g, t)) continue;
+      any = true;
+      SCOPED_TRACE(dtype_name(t));
+      const int64_t n = 544;
+      auto row = [&](int64_t r) {
+        std::vector<float> v(static_cast<size_t>(n), 0.9375f * (1.0f + 0.25f * static_cast<float>(r)));
+        for (int64_t i = 0; i < n; i += 32)
+          v[static_cast<size_t>(i + r % 32)] = -(1.0f + 0.25f * static_cast<float>(r));
+        return v;
+      };
+      Problem p = make_problem(t, g->quant_rows + 1, g->quant_tokens + 1, n, 5, row);
+      for (int64_t k = 0; k < p.tokens; ++k) {
+        for (int64_t i = 0; i < n; ++i) p.x[static_cast<size_t>(k * n + i)] = (k % 2 == 0) ? 3.0f : -3.0f;
+      }
+      p.x_used = p.x;  // +-3 quantize exactly to +-127 with d = 3 / 127 ... up to the f16 scale
+      const DType act = dtype_vec_dot_type(t);
+      std::vector<uint8_t> q(dtype_row_bytes(act, n));
+      for (int64_t k = 0; k < p.tokens; ++k) {
+        quantize_row(act, p.x.data() + k * n, q.data(), n);
+        dequantize_row(act, q.data(), p.x_used.data() + k * n, n);
+      }
+      const Activations a = make_activations(*g, p);
+      for (int tr : {1, g->quant_rows}) {
+        for (int tt : {1, g->quant_tokens}) {
+          const std::vector<float> y = run_with_shape(*g, p, a, tr, tt);
+          for (int64_t k = 0; k < p.tokens; ++k) {
+            for (int64_t r = 0; r < p.rows; ++r) {
+              double dot = 0, mag = 0;
+              for (int64_t i = 0; i < n; ++i) {
+                const double prod = static_cast<double>(p.w_f32[static_cast<size_t>(r * n + i)]) *
+                                    p.x_used[static_cast<size_t>(k * n + i)];
+                dot += prod;
+                mag += std::fabs(prod);
+              }
+              ASSERT_NEAR(y[static_cast<size_t>(k * p.rows + r)], dot, 1e-5 * mag)
+                  << "tile " << tr << "x" << tt << " r=" << r << " t=" << k;
+            }
+          }
+        }
+      }
+    }
+  }
+  if (!any) GTEST_SKIP() << "no table with 5-bit tiles on this CPU";
+}
+
 // widen_f16 / widen_bf16 (gemm.h): F16 / BF16 rows widened to f32 are exact
 // (every element equals the reference conversion), and tile_f32 over them
 // gives tile_f16's / tile_bf16's bits in every tile shape, so matmul's
@@ -503,7 +564,7 @@ TEST(Gemm, AvxVnniTilesGiveTheAvx2Bits) {
     const GemmKernels& vn = *table;
     ASSERT_NE(&avx2, &vn);
     uint32_t seed = 900;
-    for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+    for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1}) {
       for (int64_t n : is_k_quant(t) ? std::vector<int64_t>{256, 1280, 2048} : std::vector<int64_t>{32, 544, 2048}) {
         SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(n));
         Problem p = make_problem(t, 2 * vn.quant_rows + 1, 2 * vn.quant_tokens + 1, n, seed += 10);

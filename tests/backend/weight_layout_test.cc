@@ -82,8 +82,8 @@ TEST(WeightLayout, RoundTrip) {
 }
 
 // The x16 types become x16 copies only for a kernel table with their tile
-// kernels (Q4_1 / Q5_0 / Q5_1: AVX-512 only); other types, and already
-// repacked views, come back as they are.
+// kernels (every SIMD table has them); other types, and already repacked
+// views, come back as they are.
 TEST(WeightLayout, PrepareMatrixRepacksOnlyForTileKernels) {
   ThreadPool pool(2);
   const int64_t rows = 5, cols = 544;
@@ -98,7 +98,7 @@ TEST(WeightLayout, PrepareMatrixRepacksOnlyForTileKernels) {
       WeightStorage storage;
       const MatrixView p = prepare_matrix(k, w, pool, storage);
       const bool repack = k.gemm != nullptr && has_x16_layout(t) && has_tile(*k.gemm, t);
-      if (k.isa == Isa::kAvx512 && has_x16_layout(t)) {
+      if (k.isa != Isa::kScalar && has_x16_layout(t)) {
         EXPECT_TRUE(repack);
       }
       EXPECT_EQ(p.layout, repack ? WeightLayout::kX16 : WeightLayout::kGguf);

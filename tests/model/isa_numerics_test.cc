@@ -1,6 +1,6 @@
 // Quantized paths agree across the CPU ISAs (issue #17). Models requantized
 // at test time (into the temp directory) to Q4_0, Q8_0 and Q4_K_M (the
-// random model also to Q4_1, Q5_0 and Q5_1, x16 tiles on AVX-512):
+// random model also to Q4_1, Q5_0 and Q5_1, whose x16 tiles run too):
 // stories260K (n_embd 64: Q4_0/Q8_0 everywhere but ffn_down, whose 172-wide
 // rows fall back to f16; its Q4_K_M falls back to Q5_0/Q8_0) and a random
 // f32 model of 256- and 512-wide rows, so the 4-block SIMD loops and the

@@ -148,8 +148,8 @@ struct GemmKernels {
   // x16_act_offset): each block's exact integer sum of u * x (Q5_0 seeded
   // with -16 * sum(x)), then per block d_w * d_x times it (and, with a
   // minimum, m_w * d_x * sum(x)). Tile shapes as Q4_0's (q4_0_rows,
-  // q4_0_tokens). Null in sets without them (AVX2: those types then take
-  // the dot products and keep the GGUF layout).
+  // q4_0_tokens). A set may leave them null: those types then take the dot
+  // products and keep the GGUF layout.
   void (*tile_q4_1)(const uint8_t* w, int64_t w_stride, int rows, const PackedQ8x16Group* x, int64_t x_stride,
                     int tokens, int64_t n, float* y, int64_t y_stride);
   void (*tile_q5_0)(const uint8_t* w, int64_t w_stride, int rows, const PackedQ8x16Group* x, int64_t x_stride,

@@ -1,8 +1,8 @@
 // Weight layouts. Matrices come as GGUF stores them: row-major, each row a
 // run of blocks, each block its f16 scale then its quants. The tile kernels
-// (gemm.h: AVX-512 VNNI and AVX2) read Q4_0, Q8_0 and Q4_K rows (on
-// AVX-512 also Q4_1, Q5_0 and Q5_1) in an interleaved layout instead, made
-// once when a Transformer is built (prepare_matrix):
+// (gemm.h: AVX-512 VNNI and AVX2) read Q4_0, Q8_0, Q4_K, Q4_1, Q5_0 and
+// Q5_1 rows in an interleaved layout instead, made once when a Transformer
+// is built (prepare_matrix):
 //
 //   x16: each row's blocks in groups of 16 (the last group of a row may hold
 //   g < 16). A group of g blocks of B bytes keeps the g * B bytes it had:
