@@ -9,7 +9,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -64,14 +63,12 @@ bool is_k_quant(DType t) {
   return t == DType::kQ4_K || t == DType::kQ6_K;
 }
 
-// w_row(r) gives weight row r before quantization (default: random).
-Problem make_problem(DType t, int64_t rows, int64_t tokens, int64_t n, uint32_t seed,
-                     const std::function<std::vector<float>(int64_t)>& w_row = nullptr) {
+Problem make_problem(DType t, int64_t rows, int64_t tokens, int64_t n, uint32_t seed) {
   Problem p{t, rows, tokens, n, {}, {}, {}, {}, dtype_row_bytes(t, n)};
   p.w.resize(p.w_row_bytes * static_cast<size_t>(rows));
   p.w_f32.resize(static_cast<size_t>(rows * n));
   for (int64_t r = 0; r < rows; ++r) {
-    const std::vector<float> src = w_row ? w_row(r) : random_floats(n, seed + static_cast<uint32_t>(r));
+    const std::vector<float> src = random_floats(n, seed + static_cast<uint32_t>(r));
     uint8_t* dst = p.w.data() + static_cast<size_t>(r) * p.w_row_bytes;
     quantize_row(t, src.data(), dst, n);
     dequantize_row(t, dst, p.w_f32.data() + r * n, n);
@@ -297,64 +294,6 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
   if (!any) GTEST_SKIP() << "no ISA with tile kernels on this CPU";
 }
 
-// The 5-bit formats at their integer bound: blocks of u = 31 (one element
-// at -M sets d = M / 16, the others at 15/16 M quantize to u = 31) against
-// activations of +-127, in every table and tile shape: the AVX2 path's s16
-// pair sums (two quant words per widening, <= 31496) must not wrap, and
-// every element must equal the double-precision product of the dequantized
-// values to 1e-5.
-TEST(Gemm, FiveBitSumsAtTheBoundStayExact) {
-  bool any = false;
-  for (Isa isa : supported_isas()) {
-    const GemmKernels* g = kernels_for(isa).gemm;
-    if (g == nullptr) continue;
-    SCOPED_TRACE(isa_label(isa));
-    for (DType t : {DType::kQ5_0, DType::kQ5_1}) {
-      if (!has_tile(*g, t)) continue;
-      any = true;
-      SCOPED_TRACE(dtype_name(t));
-      const int64_t n = 544;
-      auto row = [&](int64_t r) {
-        std::vector<float> v(static_cast<size_t>(n), 0.9375f * (1.0f + 0.25f * static_cast<float>(r)));
-        for (int64_t i = 0; i < n; i += 32)
-          v[static_cast<size_t>(i + r % 32)] = -(1.0f + 0.25f * static_cast<float>(r));
-        return v;
-      };
-      Problem p = make_problem(t, g->quant_rows + 1, g->quant_tokens + 1, n, 5, row);
-      for (int64_t k = 0; k < p.tokens; ++k) {
-        for (int64_t i = 0; i < n; ++i) p.x[static_cast<size_t>(k * n + i)] = (k % 2 == 0) ? 3.0f : -3.0f;
-      }
-      p.x_used = p.x;  // +-3 quantize exactly to +-127 with d = 3 / 127 ... up to the f16 scale
-      const DType act = dtype_vec_dot_type(t);
-      std::vector<uint8_t> q(dtype_row_bytes(act, n));
-      for (int64_t k = 0; k < p.tokens; ++k) {
-        quantize_row(act, p.x.data() + k * n, q.data(), n);
-        dequantize_row(act, q.data(), p.x_used.data() + k * n, n);
-      }
-      const Activations a = make_activations(*g, p);
-      for (int tr : {1, g->quant_rows}) {
-        for (int tt : {1, g->quant_tokens}) {
-          const std::vector<float> y = run_with_shape(*g, p, a, tr, tt);
-          for (int64_t k = 0; k < p.tokens; ++k) {
-            for (int64_t r = 0; r < p.rows; ++r) {
-              double dot = 0, mag = 0;
-              for (int64_t i = 0; i < n; ++i) {
-                const double prod = static_cast<double>(p.w_f32[static_cast<size_t>(r * n + i)]) *
-                                    p.x_used[static_cast<size_t>(k * n + i)];
-                dot += prod;
-                mag += std::fabs(prod);
-              }
-              ASSERT_NEAR(y[static_cast<size_t>(k * p.rows + r)], dot, 1e-5 * mag)
-                  << "tile " << tr << "x" << tt << " r=" << r << " t=" << k;
-            }
-          }
-        }
-      }
-    }
-  }
-  if (!any) GTEST_SKIP() << "no table with 5-bit tiles on this CPU";
-}
-
 // widen_f16 / widen_bf16 (gemm.h): F16 / BF16 rows widened to f32 are exact
 // (every element equals the reference conversion), and tile_f32 over them
 // gives tile_f16's / tile_bf16's bits in every tile shape, so matmul's
@@ -465,20 +404,26 @@ TEST(Gemm, Q6KTileMatchesDotProductBits) {
 }
 
 // The integer products at the ends of their ranges (weight quants 0 / 15 for
-// Q4_0, -128 / 127 for Q8_0; activations ±127, 0), with unit scales so that
-// every output is an exact integer in f32 (|y| < 2^24): a saturated or
-// wrapped 16-bit pair sum (the AVX2 vpmaddubsw path) would change the
-// result by a multiple of 2^15. Rows of 512 and 544 elements (a short last
-// group); every tile shape.
+// Q4_0 and Q4_1, 0 / 31 for Q5_0 and Q5_1, -128 / 127 for Q8_0; activations
+// ±127, 0), with unit scales (and zero minima) so that every output is an
+// exact integer in f32 (|y| < 2^24): a saturated or wrapped 16-bit pair sum
+// (the AVX2 vpmaddubsw path; 5-bit sums of four quant words would wrap)
+// would change the result by a multiple of 2^15. Rows of 512 and 544
+// elements (a short last group); every tile shape.
 TEST(Gemm, ExtremeQuantsGiveExactIntegerSums) {
   bool any = false;
   for (Isa isa : supported_isas()) {
     const GemmKernels* g = kernels_for(isa).gemm;
     if (g == nullptr) continue;
     SCOPED_TRACE(isa_label(isa));
-    for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
+    for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1}) {
       if (!has_tile(*g, t)) continue;
       any = true;
+      // Bytes before the quants (d; m = 0 at 2 for Q4_1 / Q5_1; qh after them for Q5_x).
+      const bool has_min = t == DType::kQ4_1 || t == DType::kQ5_1;
+      const bool five = t == DType::kQ5_0 || t == DType::kQ5_1;
+      const size_t qh_at = has_min ? 4 : 2;
+      const size_t qs_at = 2 + (has_min ? 2 : 0) + (five ? 4 : 0);
       for (int64_t n : {512, 544}) {
         SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(n));
         const int64_t rows = 2 * g->quant_rows + 1, tokens = 2 * g->quant_tokens + 1, nb = n / kQuantBlockElems;
@@ -491,18 +436,27 @@ TEST(Gemm, ExtremeQuantsGiveExactIntegerSums) {
             uint8_t* blk = gguf.data() + static_cast<size_t>(r) * p.w_row_bytes + b * dtype_block_bytes(t);
             std::memcpy(blk, &one, 2);
             for (int e = 0; e < 32; ++e) {
-              // Mostly the extremes, in runs that line up with activations of either sign.
-              const bool high = ((r + b + e / 8) & 1) == 0;
+              // Mostly the extremes, in runs that line up with activations of either sign;
+              // every third row of a 5-bit type all high (against the all-positive tokens
+              // below: 16 products of 31 * 127 per s16 lane would wrap).
+              const bool high = (five && r % 3 == 0) || ((r + b + e / 8) & 1) == 0;
               int32_t v;
               if (t == DType::kQ8_0) {
                 v = high ? 127 : -128;
                 if ((e + r) % 11 == 0) v = -127;
                 blk[2 + e] = static_cast<uint8_t>(static_cast<int8_t>(v));
               } else {
-                const int u = high ? 15 : 0;
-                v = u - 8;
-                uint8_t& byte = blk[2 + e % 16];
-                byte = e < 16 ? static_cast<uint8_t>((byte & 0xf0) | u) : static_cast<uint8_t>((byte & 0x0f) | u << 4);
+                const int u = high ? (five ? 31 : 15) : 0;
+                v = t == DType::kQ4_0 ? u - 8 : t == DType::kQ5_0 ? u - 16 : u;
+                uint8_t& byte = blk[qs_at + e % 16];
+                const int nib = u & 15;
+                byte = e < 16 ? static_cast<uint8_t>((byte & 0xf0) | nib) : static_cast<uint8_t>((byte & 0x0f) | nib << 4);
+                if (five) {
+                  uint32_t qh;
+                  std::memcpy(&qh, blk + qh_at, 4);
+                  qh = (qh & ~(1u << e)) | static_cast<uint32_t>(u >> 4) << e;
+                  std::memcpy(blk + qh_at, &qh, 4);
+                }
               }
               wq[static_cast<size_t>(r * n + b * 32 + e)] = v;
             }
@@ -510,11 +464,12 @@ TEST(Gemm, ExtremeQuantsGiveExactIntegerSums) {
         }
         p.w.resize(gguf.size());
         repack_rows_x16(t, gguf.data(), p.w.data(), rows, n);
-        // Activations ±127 (and some zeros) with amax 127 in every block: Q8_0 scale 1, quants = values.
+        // Activations ±127 (and some zeros; every third token all +127) with amax 127 in every block:
+        // Q8_0 scale 1, quants = values.
         p.x.resize(static_cast<size_t>(tokens * n));
         for (int64_t k = 0; k < tokens; ++k) {
           for (int64_t i = 0; i < n; ++i) {
-            float v = ((k + i / 8) & 1) == 0 ? 127.0f : -127.0f;
+            float v = k % 3 == 0 || ((k + i / 8) & 1) == 0 ? 127.0f : -127.0f;
             if (i % 32 != 0 && (i + k) % 13 == 0) v = 0.0f;
             p.x[static_cast<size_t>(k * n + i)] = v;
           }
