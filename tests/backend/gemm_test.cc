@@ -450,7 +450,8 @@ TEST(Gemm, ExtremeQuantsGiveExactIntegerSums) {
                 v = t == DType::kQ4_0 ? u - 8 : t == DType::kQ5_0 ? u - 16 : u;
                 uint8_t& byte = blk[qs_at + e % 16];
                 const int nib = u & 15;
-                byte = e < 16 ? static_cast<uint8_t>((byte & 0xf0) | nib) : static_cast<uint8_t>((byte & 0x0f) | nib << 4);
+                byte =
+                    e < 16 ? static_cast<uint8_t>((byte & 0xf0) | nib) : static_cast<uint8_t>((byte & 0x0f) | nib << 4);
                 if (five) {
                   uint32_t qh;
                   std::memcpy(&qh, blk + qh_at, 4);
