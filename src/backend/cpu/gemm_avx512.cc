@@ -612,28 +612,7 @@ using QuantQ6KFn = void (*)(const uint8_t*, int64_t, const BlockQ8_K*, int64_t, 
 using FloatFn32 = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t);
 using FloatFn16 = void (*)(const uint16_t*, int64_t, const float*, int64_t, int64_t, float*, int64_t);
 
-template <int R, int T>
-struct Q8Inst {
-  static void run(const uint8_t* w, int64_t ws, const PackedQ8x16Group* x, int64_t xs, int64_t n, float* y,
-                  int64_t ys) {
-    if constexpr (T == 1) {
-      tile_quant<Q8Rows, R, T>(w, ws, x, xs, n, y, ys);
-    } else {
-      tile_x16_words<Q8Rows, R, T>(w, ws, x, xs, n, y, ys);
-    }
-  }
-};
-template <int R, int T>
-struct Q4Inst {
-  static void run(const uint8_t* w, int64_t ws, const PackedQ8x16Group* x, int64_t xs, int64_t n, float* y,
-                  int64_t ys) {
-    if constexpr (T == 1) {
-      tile_quant<Q4Rows, R, T>(w, ws, x, xs, n, y, ys);
-    } else {
-      tile_x16_words<Q4Rows, R, T>(w, ws, x, xs, n, y, ys);
-    }
-  }
-};
+// The 32-element formats: tile_quant for one token, tile_x16_words for more.
 template <typename Rows>
 struct X16Inst {
   template <int R, int T>
@@ -683,8 +662,8 @@ struct BF16Inst {
   }
 };
 
-constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, Q8Inst> kQ8Tiles{};
-constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, Q4Inst> kQ4Tiles{};
+constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q8Rows>::Of> kQ8Tiles{};
+constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q4Rows>::Of> kQ4Tiles{};
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q41Rows>::Of> kQ41Tiles{};
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q50Rows>::Of> kQ50Tiles{};
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q51Rows>::Of> kQ51Tiles{};
