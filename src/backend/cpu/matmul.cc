@@ -323,9 +323,9 @@ void i16_panel_rows(const GemmKernels& g, const MatrixView& w, const uint8_t* x,
 }
 
 // Float and Q6_K weights in any layout where the set has their tile (Q6_K's
-// reads GGUF rows); the x16 types (Q8_0 / Q4_0 / Q4_K, and Q4_1 / Q5_0 / Q5_1
-// on AVX-512) once prepare_matrix has put them in the x16 layout (a kernel
-// table without their tile kernels reads GGUF rows).
+// reads GGUF rows); the x16 types (Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q4_K)
+// once prepare_matrix has put them in the x16 layout (a kernel table without
+// their tile kernels reads GGUF rows).
 bool has_tile_kernel(const GemmKernels& g, const MatrixView& w) {
   if (w.layout != WeightLayout::kGguf) return true;  // x16, bf16 or int16 panels
   return (w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16 || w.dtype == DType::kQ6_K) &&
