@@ -86,6 +86,28 @@ TEST(PublicApi, GenerateAndModelFacts) {
     auto q8 = Engine::create(o);
     ASSERT_TRUE(q8.ok()) << q8.status().to_string();
     EXPECT_EQ((*q8)->kv_cache_info().dtype, "f16");
+    // The other load-time types: each matrix that fits 32-element blocks
+    // takes the type's block size (Q4_1 20, Q5_0 22, Q5_1 24 bytes per 32
+    // weights; ffn_down's 172 columns stay f32), so the weight bytes step by
+    // 2 bytes per block from one type to the next; each engine generates.
+    GenerationOptions g;
+    g.max_tokens = 8;
+    g.sampling.temperature = 0;
+    const std::vector<int32_t> prompt = *(*f32)->tokenize("Once upon a time", true);
+    std::vector<uint64_t> bytes;
+    for (const char* t : {"q4_1", "q5_0", "q5_1"}) {
+      SCOPED_TRACE(t);
+      o.quantize = t;
+      auto q = Engine::create(o);
+      ASSERT_TRUE(q.ok()) << q.status().to_string();
+      bytes.push_back((*q)->model_info().weight_bytes);
+      EXPECT_LT(bytes.back(), (*q8)->model_info().weight_bytes);
+      auto out = (*q)->generate(prompt, g);
+      ASSERT_TRUE(out.ok()) << out.status().to_string();
+      EXPECT_EQ(out->choices.at(0).tokens.size(), 8u);
+    }
+    EXPECT_GT(bytes[1], bytes[0]);
+    EXPECT_EQ(bytes[2] - bytes[1], bytes[1] - bytes[0]);
     o.quantize.clear();
   }
   o.kv_cache_dtype = "f16";
