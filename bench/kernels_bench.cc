@@ -242,7 +242,7 @@ void BM_FewRowsHot(benchmark::State& state) {
 
 void dtype_args(benchmark::internal::Benchmark* b) {
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K,
-                  DType::kQ4_1, DType::kQ5_0, DType::kQ5_1}) {
+                  DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K}) {
     for (int threads : {1, 2}) {
       for (int tiled : {0, 1}) b->Args({threads, static_cast<int64_t>(t), tiled});
     }

@@ -39,7 +39,17 @@ struct Problem {
 
 bool is_quant(DType t) {
   return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ6_K || t == DType::kQ4_1 ||
-         t == DType::kQ5_0 || t == DType::kQ5_1;
+         t == DType::kQ5_0 || t == DType::kQ5_1 || t == DType::kQ2_K || t == DType::kQ3_K;
+}
+
+// The K-quants whose tiles read GGUF rows against plain Q8_K rows.
+bool reads_q8k_rows(DType t) {
+  return t == DType::kQ6_K || t == DType::kQ2_K || t == DType::kQ3_K;
+}
+
+// The tile of a K-quant that reads Q8_K rows (Q6_K, Q2_K, Q3_K).
+decltype(GemmKernels::tile_q6_k) q8k_tile(const GemmKernels& g, DType t) {
+  return t == DType::kQ2_K ? g.tile_q2_k : t == DType::kQ3_K ? g.tile_q3_k : g.tile_q6_k;
 }
 
 // The x16 tile of a 32-element format (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1).
@@ -60,7 +70,7 @@ decltype(GemmKernels::tile_q4_0) x16_tile(const GemmKernels& g, DType t) {
 
 // The super-block formats (rows a multiple of 256 elements).
 bool is_k_quant(DType t) {
-  return t == DType::kQ4_K || t == DType::kQ6_K;
+  return t == DType::kQ4_K || reads_q8k_rows(t);
 }
 
 Problem make_problem(DType t, int64_t rows, int64_t tokens, int64_t n, uint32_t seed) {
@@ -102,7 +112,7 @@ struct Activations {
 
 Activations make_activations(const GemmKernels& g, const Problem& p) {
   Activations a;
-  if (p.dtype == DType::kQ6_K) {
+  if (reads_q8k_rows(p.dtype)) {
     const int64_t nb = p.n / kSuperBlockElems;
     a.q8k.resize(static_cast<size_t>(nb * p.tokens));
     for (int64_t k = 0; k < p.tokens; ++k) quantize_row(DType::kQ8_K, p.x.data() + k * p.n, a.q8k.data() + k * nb, p.n);
@@ -149,7 +159,9 @@ void run_tile(const GemmKernels& g, const Problem& p, const Activations& a, int6
       g.tile_q4_k(w, ws, rows, static_cast<const PackedQ8KGroup*>(x), a.stride, tokens, p.n, out, p.rows);
       break;
     case DType::kQ6_K:
-      g.tile_q6_k(w, ws, rows, static_cast<const BlockQ8_K*>(x), a.stride, tokens, p.n, out, p.rows);
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+      q8k_tile(g, p.dtype)(w, ws, rows, static_cast<const BlockQ8_K*>(x), a.stride, tokens, p.n, out, p.rows);
       break;
     case DType::kF32:
       g.tile_f32(reinterpret_cast<const float*>(w), ws, rows, static_cast<const float*>(x), a.stride, tokens, p.n, out,
@@ -180,8 +192,8 @@ std::vector<float> run_with_shape(const GemmKernels& g, const Problem& p, const 
   return y;
 }
 
-const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0,
-                        DType::kQ4_K, DType::kQ6_K, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1};
+const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K,
+                        DType::kQ6_K, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K};
 
 TEST(Gemm, PackedLayoutMatchesQ8_0Blocks) {
   for (Isa isa : supported_isas()) {
@@ -268,8 +280,8 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
                 const uint8_t* w0 = p.w.data() + static_cast<size_t>(r0) * p.w_row_bytes;
                 if (t == DType::kQ4_K) {
                   g->tile_q4_k(w0, ws, tr, reinterpret_cast<const PackedQ8KGroup*>(xk), a.stride, 1, n, out.data(), 1);
-                } else if (t == DType::kQ6_K) {
-                  g->tile_q6_k(w0, ws, tr, reinterpret_cast<const BlockQ8_K*>(xk), a.stride, 1, n, out.data(), 1);
+                } else if (reads_q8k_rows(t)) {
+                  q8k_tile(*g, t)(w0, ws, tr, reinterpret_cast<const BlockQ8_K*>(xk), a.stride, 1, n, out.data(), 1);
                 } else {
                   x16_tile(*g, t)(w0, ws, tr, xk, a.stride, 1, n, out.data(), 1);
                 }
@@ -403,6 +415,62 @@ TEST(Gemm, Q6KTileMatchesDotProductBits) {
   if (!any) GTEST_SKIP() << "no ISA with a Q6_K tile kernel on this CPU";
 }
 
+// The Q2_K and Q3_K tiles (each row's super-block unpacked once for all
+// tokens) against the dot products they share their steps with, bit for
+// bit, in every tile shape: random bytes (all codes and scale bits), scales
+// and minima 2^-k.
+TEST(Gemm, Q2KQ3KTilesMatchDotProductBits) {
+  bool any = false;
+  for (Isa isa : supported_isas()) {
+    const Kernels& k = kernels_for(isa);
+    if (k.gemm == nullptr || !has_tile(*k.gemm, DType::kQ3_K)) continue;
+    ASSERT_TRUE(has_tile(*k.gemm, DType::kQ2_K));
+    any = true;
+    SCOPED_TRACE(isa_label(isa));
+    const GemmKernels& g = *k.gemm;
+    for (DType t : {DType::kQ2_K, DType::kQ3_K}) {
+      for (int64_t nb : {1, 2, 5}) {
+        const int64_t n = nb * kSuperBlockElems;
+        SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(n));
+        const int64_t rows = 2 * g.quant_rows + 1, tokens = 2 * g.quant_tokens + 1;
+        Problem p{t, rows, tokens, n, {}, {}, {}, {}, dtype_row_bytes(t, n)};
+        std::mt19937 rng(static_cast<uint32_t>(nb) + (t == DType::kQ2_K ? 0u : 100u));
+        p.w.resize(p.w_row_bytes * static_cast<size_t>(rows));
+        for (uint8_t& byte : p.w) byte = static_cast<uint8_t>(rng());
+        for (int64_t b = 0; b < rows * nb; ++b) {
+          const uint16_t d = fp32_to_fp16(std::ldexp(1.0f, -static_cast<int>(rng() % 12)));
+          if (t == DType::kQ2_K) {
+            auto& blk = reinterpret_cast<BlockQ2_K*>(p.w.data())[b];
+            blk.d = d;
+            blk.dmin = fp32_to_fp16(std::ldexp(1.0f, -static_cast<int>(rng() % 12)));
+          } else {
+            reinterpret_cast<BlockQ3_K*>(p.w.data())[b].d = d;
+          }
+        }
+        p.x = random_floats(tokens * n, static_cast<uint32_t>(nb) + 70, 3.0f);
+        const Activations a = make_activations(g, p);
+        std::vector<float> want(static_cast<size_t>(rows * tokens));  // [tokens, rows]
+        for (int64_t tk = 0; tk < tokens; ++tk) {
+          for (int64_t r = 0; r < rows; ++r) {
+            const uint8_t* wr = p.w.data() + static_cast<size_t>(r) * p.w_row_bytes;
+            const BlockQ8_K* xr = a.q8k.data() + tk * nb;
+            want[static_cast<size_t>(tk * rows + r)] =
+                t == DType::kQ2_K ? k.quant->dot_q2_k(reinterpret_cast<const BlockQ2_K*>(wr), xr, n)
+                                  : k.quant->dot_q3_k(reinterpret_cast<const BlockQ3_K*>(wr), xr, n);
+          }
+        }
+        for (int tr = 1; tr <= g.quant_rows; ++tr) {
+          for (int tt = 1; tt <= g.quant_tokens; ++tt) {
+            const std::vector<float> y = run_with_shape(g, p, a, tr, tt);
+            ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * sizeof(float))) << "tile " << tr << "x" << tt;
+          }
+        }
+      }
+    }
+  }
+  if (!any) GTEST_SKIP() << "no ISA with Q2_K / Q3_K tile kernels on this CPU";
+}
+
 // The integer products at the ends of their ranges (weight quants 0 / 15 for
 // Q4_0 and Q4_1, 0 / 31 for Q5_0 and Q5_1, -128 / 127 for Q8_0; activations
 // ±127, 0), with unit scales (and zero minima) so that every output is an
@@ -520,7 +588,8 @@ TEST(Gemm, AvxVnniTilesGiveTheAvx2Bits) {
     const GemmKernels& vn = *table;
     ASSERT_NE(&avx2, &vn);
     uint32_t seed = 900;
-    for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1}) {
+    for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                    DType::kQ2_K, DType::kQ3_K}) {
       for (int64_t n : is_k_quant(t) ? std::vector<int64_t>{256, 1280, 2048} : std::vector<int64_t>{32, 544, 2048}) {
         SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(n));
         Problem p = make_problem(t, 2 * vn.quant_rows + 1, 2 * vn.quant_tokens + 1, n, seed += 10);

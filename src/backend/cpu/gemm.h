@@ -118,6 +118,7 @@ struct GemmKernels {
   int q8_0_rows, q8_0_tokens;
   int q4_0_rows, q4_0_tokens;
   int q6_k_rows, q6_k_tokens;
+  int q23_k_rows, q23_k_tokens;  // Q2_K and Q3_K
 
   // x[n] f32 -> out[packed_q8x16_row_bytes(n)], 64-byte aligned; n % 32 == 0;
   // offset: x16_act_offset of the weights' type (kQ8Offset for Q8_0,
@@ -143,6 +144,14 @@ struct GemmKernels {
   // Q6_K: w in the GGUF layout, x rows of BlockQ8_K (n % 256 == 0); each
   // element bit-identical to the same ISA's QuantKernels::dot_q6_k.
   void (*tile_q6_k)(const uint8_t* w, int64_t w_stride, int rows, const BlockQ8_K* x, int64_t x_stride, int tokens,
+                    int64_t n, float* y, int64_t y_stride);
+  // Q2_K / Q3_K: w in the GGUF layout, x rows of BlockQ8_K (n % 256 == 0);
+  // each row's super-block unpacked once for the tile's tokens, every
+  // element bit-identical to the same ISA's QuantKernels::dot_q2_k /
+  // dot_q3_k (both written with q23_k.inc's steps).
+  void (*tile_q2_k)(const uint8_t* w, int64_t w_stride, int rows, const BlockQ8_K* x, int64_t x_stride, int tokens,
+                    int64_t n, float* y, int64_t y_stride);
+  void (*tile_q3_k)(const uint8_t* w, int64_t w_stride, int rows, const BlockQ8_K* x, int64_t x_stride, int tokens,
                     int64_t n, float* y, int64_t y_stride);
   // Q4_1, Q5_0 and Q5_1 (x16 layout, activations packed with
   // x16_act_offset): each block's exact integer sum of u * x (Q5_0 seeded
@@ -239,6 +248,10 @@ inline bool has_tile(const GemmKernels& g, DType t) {
       return g.tile_q4_k != nullptr;
     case DType::kQ6_K:
       return g.tile_q6_k != nullptr;
+    case DType::kQ2_K:
+      return g.tile_q2_k != nullptr;
+    case DType::kQ3_K:
+      return g.tile_q3_k != nullptr;
     case DType::kF32:
       return g.tile_f32 != nullptr;
     case DType::kF16:

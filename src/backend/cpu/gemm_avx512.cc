@@ -604,6 +604,15 @@ void tile_float(const WT* w, int64_t w_stride, const float* x, int64_t x_stride,
   store_tile(acc, y, y_stride);
 }
 
+// ---- Q2_K / Q3_K (GGUF layout, plain Q8_K activations; q23_k.inc) -----------
+
+#include "backend/cpu/q23_k.inc"
+
+// Tiles: two rows' super-blocks unpacked once for up to four tokens
+// (decode: four rows of one token), each element the dot product's bits.
+constexpr int kQ23KRows = 2;
+constexpr int kQ23KTokens = 4;
+
 // ---- dispatch on the run-time tile shape ------------------------------------
 
 using QuantFn = void (*)(const uint8_t*, int64_t, const PackedQ8x16Group*, int64_t, int64_t, float*, int64_t);
@@ -638,6 +647,18 @@ struct Q4KInst {
   }
 };
 template <int R, int T>
+struct Q2KInst {
+  static void run(const uint8_t* w, int64_t ws, const BlockQ8_K* x, int64_t xs, int64_t n, float* y, int64_t ys) {
+    k23_tile<Q2KUnpacked, BlockQ2_K, R, T>(w, ws, x, xs, n, y, ys);
+  }
+};
+template <int R, int T>
+struct Q3KInst {
+  static void run(const uint8_t* w, int64_t ws, const BlockQ8_K* x, int64_t xs, int64_t n, float* y, int64_t ys) {
+    k23_tile<Q3KUnpacked, BlockQ3_K, R, T>(w, ws, x, xs, n, y, ys);
+  }
+};
+template <int R, int T>
 struct Q6KInst {
   static void run(const uint8_t* w, int64_t ws, const BlockQ8_K* x, int64_t xs, int64_t n, float* y, int64_t ys) {
     tile_q6_k_rt<R, T>(w, ws, x, xs, n, y, ys);
@@ -669,6 +690,8 @@ constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q50Rows>::Of> kQ
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q51Rows>::Of> kQ51Tiles{};
 constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, Q4KInst> kQ4KTiles{};
 constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, Q6KInst> kQ6KTiles{};
+constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, Q2KInst> kQ2KTiles{};
+constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, Q3KInst> kQ3KTiles{};
 constexpr ShapeTable<FloatFn32, kFloatRows, kFloatTokens, F32Inst> kF32Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, F16Inst> kF16Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, BF16Inst> kBF16Tiles{};
@@ -700,6 +723,14 @@ void tile_q4_k(const uint8_t* w, int64_t ws, int rows, const PackedQ8KGroup* x, 
 void tile_q6_k(const uint8_t* w, int64_t ws, int rows, const BlockQ8_K* x, int64_t xs, int tokens, int64_t n, float* y,
                int64_t ys) {
   kQ6KTiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
+}
+void tile_q2_k(const uint8_t* w, int64_t ws, int rows, const BlockQ8_K* x, int64_t xs, int tokens, int64_t n, float* y,
+               int64_t ys) {
+  kQ2KTiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
+}
+void tile_q3_k(const uint8_t* w, int64_t ws, int rows, const BlockQ8_K* x, int64_t xs, int tokens, int64_t n, float* y,
+               int64_t ys) {
+  kQ3KTiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
 }
 void tile_f32(const float* w, int64_t ws, int rows, const float* x, int64_t xs, int tokens, int64_t n, float* y,
               int64_t ys) {
@@ -846,12 +877,16 @@ const GemmKernels kGemmAvx512{
     .q4_0_tokens = kQuantTokens,
     .q6_k_rows = kQ6KRows,
     .q6_k_tokens = kQ6KTokens,
+    .q23_k_rows = kQ23KRows,
+    .q23_k_tokens = kQ23KTokens,
     .pack_q8x16 = pack_q8x16,
     .pack_q8k = pack_q8k,
     .tile_q8_0 = tile_q8_0,
     .tile_q4_0 = tile_q4_0,
     .tile_q4_k = tile_q4_k,
     .tile_q6_k = tile_q6_k,
+    .tile_q2_k = tile_q2_k,
+    .tile_q3_k = tile_q3_k,
     .tile_q4_1 = tile_q4_1,
     .tile_q5_0 = tile_q5_0,
     .tile_q5_1 = tile_q5_1,

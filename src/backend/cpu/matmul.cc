@@ -328,7 +328,8 @@ void i16_panel_rows(const GemmKernels& g, const MatrixView& w, const uint8_t* x,
 // their tile kernels reads GGUF rows).
 bool has_tile_kernel(const GemmKernels& g, const MatrixView& w) {
   if (w.layout != WeightLayout::kGguf) return true;  // x16, bf16 or int16 panels
-  return (w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16 || w.dtype == DType::kQ6_K) &&
+  return (w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16 || w.dtype == DType::kQ6_K ||
+          w.dtype == DType::kQ2_K || w.dtype == DType::kQ3_K) &&
          has_tile(g, w.dtype);
 }
 
@@ -429,8 +430,8 @@ Activations prepare_activations(ThreadPool& pool, const Kernels& k, DType w_dtyp
   if (act == DType::kF32) return {reinterpret_cast<const uint8_t*>(x), static_cast<size_t>(cols) * sizeof(float)};
   // One row of x into `out`, in the form the weight's kernels take.
   const int32_t offset = x16_act_offset(w_dtype);
-  // Q6_K's tile reads plain Q8_K rows, like its dot products.
-  const bool packed = tiled && w_dtype != DType::kQ6_K;
+  // The Q6_K / Q2_K / Q3_K tiles read plain Q8_K rows, like their dot products.
+  const bool packed = tiled && w_dtype != DType::kQ6_K && w_dtype != DType::kQ2_K && w_dtype != DType::kQ3_K;
   auto quantize = [&](const float* xt, uint8_t* out) {
     if (packed && act == DType::kQ8_K) {
       k.gemm->pack_q8k(xt, reinterpret_cast<PackedQ8KGroup*>(out), cols);
@@ -491,6 +492,12 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
         tiled_rows<uint8_t, PackedQ8KGroup, false>(g.tile_q4_k, n_tokens == 1 ? g.quant_rows : g.q4_k_rows,
                                                    g.q4_k_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols, rows,
                                                    n_tokens, y, r0, r1, k.decode_streams);
+        return;
+      case DType::kQ2_K:
+      case DType::kQ3_K:
+        tiled_rows<uint8_t, BlockQ8_K, false>(
+            w.dtype == DType::kQ2_K ? g.tile_q2_k : g.tile_q3_k, n_tokens == 1 ? g.quant_rows : g.q23_k_rows,
+            g.q23_k_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
       case DType::kQ6_K:
         tiled_rows<uint8_t, BlockQ8_K, false>(g.tile_q6_k, n_tokens == 1 ? g.quant_rows : g.q6_k_rows, g.q6_k_tokens,
