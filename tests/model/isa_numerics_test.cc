@@ -1,6 +1,6 @@
 // Quantized paths agree across the CPU ISAs (issue #17). Models requantized
 // at test time (into the temp directory) to Q4_0, Q8_0 and Q4_K_M (the
-// random model also to Q4_1, Q5_0 and Q5_1, whose x16 tiles run too):
+// random model also to Q4_1, Q5_0, Q5_1, Q3_K and Q2_K, whose tiles run too):
 // stories260K (n_embd 64: Q4_0/Q8_0 everywhere but ffn_down, whose 172-wide
 // rows fall back to f16; its Q4_K_M falls back to Q5_0/Q8_0) and a random
 // f32 model of 256- and 512-wide rows, so the 4-block SIMD loops and the
@@ -281,7 +281,7 @@ TEST(IsaNumerics, QuantizedWideRowsAgreeWithScalar) {
   ThreadPool pool(2);
   const std::string in = temp_path("random_input");
   ASSERT_TRUE(write_random_model(s, DType::kF32, 7, pool, in).ok());
-  check_model(in, "random", {"f32", "f16", "q4_0", "q8_0", "q4_k_m", "q4_1", "q5_0", "q5_1"});
+  check_model(in, "random", {"f32", "f16", "q4_0", "q8_0", "q4_k_m", "q4_1", "q5_0", "q5_1", "q3_k", "q2_k"});
   std::filesystem::remove(in);
 }
 
