@@ -47,27 +47,6 @@ bool reads_q8k_rows(DType t) {
   return t == DType::kQ6_K || t == DType::kQ2_K || t == DType::kQ3_K;
 }
 
-// The tile of a K-quant that reads Q8_K rows (Q6_K, Q2_K, Q3_K).
-decltype(GemmKernels::tile_q6_k) q8k_tile(const GemmKernels& g, DType t) {
-  return t == DType::kQ2_K ? g.tile_q2_k : t == DType::kQ3_K ? g.tile_q3_k : g.tile_q6_k;
-}
-
-// The x16 tile of a 32-element format (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1).
-decltype(GemmKernels::tile_q4_0) x16_tile(const GemmKernels& g, DType t) {
-  switch (t) {
-    case DType::kQ8_0:
-      return g.tile_q8_0;
-    case DType::kQ4_1:
-      return g.tile_q4_1;
-    case DType::kQ5_0:
-      return g.tile_q5_0;
-    case DType::kQ5_1:
-      return g.tile_q5_1;
-    default:
-      return g.tile_q4_0;
-  }
-}
-
 // The super-block formats (rows a multiple of 256 elements).
 bool is_k_quant(DType t) {
   return t == DType::kQ4_K || reads_q8k_rows(t);

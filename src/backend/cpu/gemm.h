@@ -229,29 +229,45 @@ struct GemmKernels {
   void (*widen_bf16)(const uint16_t* w, float* out, int64_t n);
 };
 
+// g's x16 tile kernel for a 32-element format (Q8_0, Q4_0, Q4_1, Q5_0,
+// Q5_1), and its Q8_K-row tile for Q6_K / Q2_K / Q3_K; null for other types
+// or where g has none.
+inline decltype(GemmKernels::tile_q4_0) x16_tile(const GemmKernels& g, DType t) {
+  switch (t) {
+    case DType::kQ8_0:
+      return g.tile_q8_0;
+    case DType::kQ4_0:
+      return g.tile_q4_0;
+    case DType::kQ4_1:
+      return g.tile_q4_1;
+    case DType::kQ5_0:
+      return g.tile_q5_0;
+    case DType::kQ5_1:
+      return g.tile_q5_1;
+    default:
+      return nullptr;
+  }
+}
+inline decltype(GemmKernels::tile_q6_k) q8k_tile(const GemmKernels& g, DType t) {
+  switch (t) {
+    case DType::kQ6_K:
+      return g.tile_q6_k;
+    case DType::kQ2_K:
+      return g.tile_q2_k;
+    case DType::kQ3_K:
+      return g.tile_q3_k;
+    default:
+      return nullptr;
+  }
+}
+
 // Whether g has a tile kernel for weights of type t. A set may leave an
 // entry null: matmul then computes that type with the dot products, and
 // prepare_matrix keeps its GGUF layout.
 inline bool has_tile(const GemmKernels& g, DType t) {
   switch (t) {
-    case DType::kQ8_0:
-      return g.tile_q8_0 != nullptr;
-    case DType::kQ4_0:
-      return g.tile_q4_0 != nullptr;
-    case DType::kQ4_1:
-      return g.tile_q4_1 != nullptr;
-    case DType::kQ5_0:
-      return g.tile_q5_0 != nullptr;
-    case DType::kQ5_1:
-      return g.tile_q5_1 != nullptr;
     case DType::kQ4_K:
       return g.tile_q4_k != nullptr;
-    case DType::kQ6_K:
-      return g.tile_q6_k != nullptr;
-    case DType::kQ2_K:
-      return g.tile_q2_k != nullptr;
-    case DType::kQ3_K:
-      return g.tile_q3_k != nullptr;
     case DType::kF32:
       return g.tile_f32 != nullptr;
     case DType::kF16:
@@ -259,7 +275,7 @@ inline bool has_tile(const GemmKernels& g, DType t) {
     case DType::kBF16:
       return g.tile_bf16 != nullptr;
     default:
-      return false;
+      return x16_tile(g, t) != nullptr || q8k_tile(g, t) != nullptr;
   }
 }
 

@@ -696,54 +696,18 @@ constexpr ShapeTable<FloatFn32, kFloatRows, kFloatTokens, F32Inst> kF32Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, F16Inst> kF16Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, BF16Inst> kBF16Tiles{};
 
-void tile_q8_0(const uint8_t* w, int64_t ws, int rows, const PackedQ8x16Group* x, int64_t xs, int tokens, int64_t n,
-               float* y, int64_t ys) {
-  kQ8Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
-}
-void tile_q4_0(const uint8_t* w, int64_t ws, int rows, const PackedQ8x16Group* x, int64_t xs, int tokens, int64_t n,
-               float* y, int64_t ys) {
-  kQ4Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
-}
-void tile_q4_1(const uint8_t* w, int64_t ws, int rows, const PackedQ8x16Group* x, int64_t xs, int tokens, int64_t n,
-               float* y, int64_t ys) {
-  kQ41Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
-}
-void tile_q5_0(const uint8_t* w, int64_t ws, int rows, const PackedQ8x16Group* x, int64_t xs, int tokens, int64_t n,
-               float* y, int64_t ys) {
-  kQ50Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
-}
-void tile_q5_1(const uint8_t* w, int64_t ws, int rows, const PackedQ8x16Group* x, int64_t xs, int tokens, int64_t n,
-               float* y, int64_t ys) {
-  kQ51Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
-}
-void tile_q4_k(const uint8_t* w, int64_t ws, int rows, const PackedQ8KGroup* x, int64_t xs, int tokens, int64_t n,
-               float* y, int64_t ys) {
-  kQ4KTiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
-}
-void tile_q6_k(const uint8_t* w, int64_t ws, int rows, const BlockQ8_K* x, int64_t xs, int tokens, int64_t n, float* y,
-               int64_t ys) {
-  kQ6KTiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
-}
-void tile_q2_k(const uint8_t* w, int64_t ws, int rows, const BlockQ8_K* x, int64_t xs, int tokens, int64_t n, float* y,
-               int64_t ys) {
-  kQ2KTiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
-}
-void tile_q3_k(const uint8_t* w, int64_t ws, int rows, const BlockQ8_K* x, int64_t xs, int tokens, int64_t n, float* y,
-               int64_t ys) {
-  kQ3KTiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
-}
-void tile_f32(const float* w, int64_t ws, int rows, const float* x, int64_t xs, int tokens, int64_t n, float* y,
-              int64_t ys) {
-  kF32Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
-}
-void tile_f16(const uint16_t* w, int64_t ws, int rows, const float* x, int64_t xs, int tokens, int64_t n, float* y,
-              int64_t ys) {
-  kF16Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
-}
-void tile_bf16(const uint16_t* w, int64_t ws, int rows, const float* x, int64_t xs, int tokens, int64_t n, float* y,
-               int64_t ys) {
-  kBF16Tiles.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
-}
+constexpr auto tile_q8_0 = tile_entry<kQ8Tiles, uint8_t, PackedQ8x16Group>;
+constexpr auto tile_q4_0 = tile_entry<kQ4Tiles, uint8_t, PackedQ8x16Group>;
+constexpr auto tile_q4_1 = tile_entry<kQ41Tiles, uint8_t, PackedQ8x16Group>;
+constexpr auto tile_q5_0 = tile_entry<kQ50Tiles, uint8_t, PackedQ8x16Group>;
+constexpr auto tile_q5_1 = tile_entry<kQ51Tiles, uint8_t, PackedQ8x16Group>;
+constexpr auto tile_q4_k = tile_entry<kQ4KTiles, uint8_t, PackedQ8KGroup>;
+constexpr auto tile_q6_k = tile_entry<kQ6KTiles, uint8_t, BlockQ8_K>;
+constexpr auto tile_q2_k = tile_entry<kQ2KTiles, uint8_t, BlockQ8_K>;
+constexpr auto tile_q3_k = tile_entry<kQ3KTiles, uint8_t, BlockQ8_K>;
+constexpr auto tile_f32 = tile_entry<kF32Tiles, float, float>;
+constexpr auto tile_f16 = tile_entry<kF16Tiles, uint16_t, float>;
+constexpr auto tile_bf16 = tile_entry<kBF16Tiles, uint16_t, float>;
 
 // ---- F16 weights as int16 panels (weight_layout.h, gemm_i16_ref.h) ---------
 //

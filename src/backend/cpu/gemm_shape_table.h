@@ -4,6 +4,8 @@
 // (no code runs before the CPUID check has chosen a table).
 #pragma once
 
+#include <cstdint>
+
 namespace tessera::cpu::detail {
 
 template <typename Fn, int R, int T, template <int, int> class Inst>
@@ -25,5 +27,13 @@ struct ShapeTable {
     }
   }
 };
+
+// The GemmKernels entry (gemm.h's tile_* signature) that runs `kTable`'s
+// kernel for its rows × tokens: one instantiation per table instead of a
+// hand-written forwarding function each.
+template <const auto& kTable, typename W, typename X>
+void tile_entry(const W* w, int64_t ws, int rows, const X* x, int64_t xs, int tokens, int64_t n, float* y, int64_t ys) {
+  kTable.fn[rows - 1][tokens - 1](w, ws, x, xs, n, y, ys);
+}
 
 }  // namespace tessera::cpu::detail

@@ -474,19 +474,12 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
                                               k.decode_streams);
         return;
       case DType::kQ4_0:
-        tiled_rows<uint8_t, PackedQ8x16Group>(g.tile_q4_0, n_tokens == 1 ? g.quant_rows : g.q4_0_rows, g.q4_0_tokens,
-                                              wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1,
-                                              k.decode_streams);
-        return;
       case DType::kQ4_1:
       case DType::kQ5_0:
-      case DType::kQ5_1:
-        tiled_rows<uint8_t, PackedQ8x16Group>(w.dtype == DType::kQ4_1   ? g.tile_q4_1
-                                              : w.dtype == DType::kQ5_0 ? g.tile_q5_0
-                                                                        : g.tile_q5_1,
-                                              n_tokens == 1 ? g.quant_rows : g.q4_0_rows, g.q4_0_tokens, wb,
-                                              w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1,
-                                              k.decode_streams);
+      case DType::kQ5_1:  // Q4_0's tile shapes (gemm.h)
+        tiled_rows<uint8_t, PackedQ8x16Group>(x16_tile(g, w.dtype), n_tokens == 1 ? g.quant_rows : g.q4_0_rows,
+                                              g.q4_0_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens,
+                                              y, r0, r1, k.decode_streams);
         return;
       case DType::kQ4_K:
         tiled_rows<uint8_t, PackedQ8KGroup, false>(g.tile_q4_k, n_tokens == 1 ? g.quant_rows : g.q4_k_rows,
@@ -495,9 +488,9 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
         return;
       case DType::kQ2_K:
       case DType::kQ3_K:
-        tiled_rows<uint8_t, BlockQ8_K, false>(
-            w.dtype == DType::kQ2_K ? g.tile_q2_k : g.tile_q3_k, n_tokens == 1 ? g.quant_rows : g.q23_k_rows,
-            g.q23_k_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
+        tiled_rows<uint8_t, BlockQ8_K, false>(q8k_tile(g, w.dtype), n_tokens == 1 ? g.quant_rows : g.q23_k_rows,
+                                              g.q23_k_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols, rows,
+                                              n_tokens, y, r0, r1, k.decode_streams);
         return;
       case DType::kQ6_K:
         tiled_rows<uint8_t, BlockQ8_K, false>(g.tile_q6_k, n_tokens == 1 ? g.quant_rows : g.q6_k_rows, g.q6_k_tokens,
