@@ -36,7 +36,7 @@ namespace {
 // The kernel table under test: the best ISA, or TESSERA_ISA's (the library
 // reads no environment; this benchmark does, as the CLI does).
 // TESSERA_BENCH_TILE=RxT (this benchmark only) replaces the quantized
-// prefill tile shape of Q8_0, Q4_0, Q4_K and Q6_K (R <= quant_rows, T <=
+// prefill tile shape of Q8_0, Q4_0, Q4_K, Q5_K and Q6_K (R <= quant_rows, T <=
 // quant_tokens), to compare shapes in one binary.
 // The table is the engine's (kernels_with), so widen_half_rows follows the
 // CPU; TESSERA_BENCH_WIDEN=0 or 1 (this benchmark only) overrides it.
@@ -78,8 +78,8 @@ const Kernels& bench_kernels() {
     if (out.gemm != nullptr && tile != nullptr && std::sscanf(tile, "%dx%d", &r, &t) == 2 && r >= 1 &&
         r <= out.gemm->quant_rows && t >= 1 && t <= out.gemm->quant_tokens) {
       gemm = *out.gemm;
-      gemm.q8_0_rows = gemm.q4_0_rows = gemm.q4_k_rows = gemm.q6_k_rows = r;
-      gemm.q8_0_tokens = gemm.q4_0_tokens = gemm.q4_k_tokens = gemm.q6_k_tokens = t;
+      gemm.q8_0_rows = gemm.q4_0_rows = gemm.q4_k_rows = gemm.q5_k_rows = gemm.q6_k_rows = r;
+      gemm.q8_0_tokens = gemm.q4_0_tokens = gemm.q4_k_tokens = gemm.q5_k_tokens = gemm.q6_k_tokens = t;
       out.gemm = &gemm;
     }
     return out;
@@ -242,7 +242,7 @@ void BM_FewRowsHot(benchmark::State& state) {
 
 void dtype_args(benchmark::internal::Benchmark* b) {
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K,
-                  DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K}) {
+                  DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ5_K}) {
     for (int threads : {1, 2}) {
       for (int tiled : {0, 1}) b->Args({threads, static_cast<int64_t>(t), tiled});
     }

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <random>
 #include <string>
@@ -39,7 +40,7 @@ struct Problem {
 
 bool is_quant(DType t) {
   return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ6_K || t == DType::kQ4_1 ||
-         t == DType::kQ5_0 || t == DType::kQ5_1 || t == DType::kQ2_K || t == DType::kQ3_K;
+         t == DType::kQ5_0 || t == DType::kQ5_1 || t == DType::kQ2_K || t == DType::kQ3_K || t == DType::kQ5_K;
 }
 
 // The K-quants whose tiles read GGUF rows against plain Q8_K rows.
@@ -49,7 +50,7 @@ bool reads_q8k_rows(DType t) {
 
 // The super-block formats (rows a multiple of 256 elements).
 bool is_k_quant(DType t) {
-  return t == DType::kQ4_K || reads_q8k_rows(t);
+  return t == DType::kQ4_K || t == DType::kQ5_K || reads_q8k_rows(t);
 }
 
 Problem make_problem(DType t, int64_t rows, int64_t tokens, int64_t n, uint32_t seed) {
@@ -97,7 +98,7 @@ Activations make_activations(const GemmKernels& g, const Problem& p) {
     for (int64_t k = 0; k < p.tokens; ++k) quantize_row(DType::kQ8_K, p.x.data() + k * p.n, a.q8k.data() + k * nb, p.n);
     a.data = a.q8k.data();
     a.stride = nb * static_cast<int64_t>(sizeof(BlockQ8_K));
-  } else if (p.dtype == DType::kQ4_K) {
+  } else if (p.dtype == DType::kQ4_K || p.dtype == DType::kQ5_K) {
     const size_t row_bytes = packed_q8k_row_bytes(p.n);
     const size_t groups = row_bytes / sizeof(PackedQ8KGroup);
     a.packed_k.resize(groups * static_cast<size_t>(p.tokens));
@@ -135,7 +136,8 @@ void run_tile(const GemmKernels& g, const Problem& p, const Activations& a, int6
       x16_tile(g, p.dtype)(w, ws, rows, static_cast<const PackedQ8x16Group*>(x), a.stride, tokens, p.n, out, p.rows);
       break;
     case DType::kQ4_K:
-      g.tile_q4_k(w, ws, rows, static_cast<const PackedQ8KGroup*>(x), a.stride, tokens, p.n, out, p.rows);
+    case DType::kQ5_K:
+      k_x16_tile(g, p.dtype)(w, ws, rows, static_cast<const PackedQ8KGroup*>(x), a.stride, tokens, p.n, out, p.rows);
       break;
     case DType::kQ6_K:
     case DType::kQ2_K:
@@ -171,8 +173,9 @@ std::vector<float> run_with_shape(const GemmKernels& g, const Problem& p, const 
   return y;
 }
 
-const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K,
-                        DType::kQ6_K, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K};
+const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+                        DType::kQ4_K, DType::kQ6_K, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                        DType::kQ2_K, DType::kQ3_K, DType::kQ5_K};
 
 TEST(Gemm, PackedLayoutMatchesQ8_0Blocks) {
   for (Isa isa : supported_isas()) {
@@ -214,6 +217,8 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
     SCOPED_TRACE(isa_label(isa));
     ASSERT_TRUE(g->q4_k_rows >= 1 && g->q4_k_rows <= g->quant_rows);
     ASSERT_TRUE(g->q4_k_tokens >= 1 && g->q4_k_tokens <= g->quant_tokens);
+    ASSERT_TRUE(g->q5_k_rows >= 1 && g->q5_k_rows <= g->quant_rows);
+    ASSERT_TRUE(g->q5_k_tokens >= 1 && g->q5_k_tokens <= g->quant_tokens);
     ASSERT_TRUE(g->q8_0_rows >= 1 && g->q8_0_rows <= g->quant_rows);
     ASSERT_TRUE(g->q8_0_tokens >= 1 && g->q8_0_tokens <= g->quant_tokens);
     ASSERT_TRUE(g->q4_0_rows >= 1 && g->q4_0_rows <= g->quant_rows);
@@ -257,8 +262,9 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
               for (int64_t r0 = 0; r0 + 2 * (tr - 1) < p.rows; ++r0) {
                 std::vector<float> out(static_cast<size_t>(tr));
                 const uint8_t* w0 = p.w.data() + static_cast<size_t>(r0) * p.w_row_bytes;
-                if (t == DType::kQ4_K) {
-                  g->tile_q4_k(w0, ws, tr, reinterpret_cast<const PackedQ8KGroup*>(xk), a.stride, 1, n, out.data(), 1);
+                if (k_x16_tile(*g, t) != nullptr) {
+                  k_x16_tile(*g, t)(w0, ws, tr, reinterpret_cast<const PackedQ8KGroup*>(xk), a.stride, 1, n, out.data(),
+                                    1);
                 } else if (reads_q8k_rows(t)) {
                   q8k_tile(*g, t)(w0, ws, tr, reinterpret_cast<const BlockQ8_K*>(xk), a.stride, 1, n, out.data(), 1);
                 } else {
@@ -547,6 +553,86 @@ TEST(Gemm, ExtremeQuantsGiveExactIntegerSums) {
   if (!any) GTEST_SKIP() << "no ISA with quantized tile kernels on this CPU";
 }
 
+// The same for the x16 super-block formats Q4_K and Q5_K: quants 0 / 15
+// (Q4_K) and 0 / 31 (Q5_K) against activations ±127 and 0, with d = 1,
+// dmin = 0 and every sub-block scale 1, so that each output is the exact
+// integer sum. A Q5_K sub-block sum kept in s16 over more than four quant
+// words (AVX2 without VNNI: 2 * 31 * 127 per word and lane) would wrap on
+// the all-high rows against the all-positive tokens. Rows of 1024 and 1280
+// elements (a short last group); every tile shape.
+TEST(Gemm, ExtremeKQuantsGiveExactIntegerSums) {
+  bool any = false;
+  for (Isa isa : supported_isas()) {
+    const GemmKernels* g = kernels_for(isa).gemm;
+    if (g == nullptr) continue;
+    SCOPED_TRACE(isa_label(isa));
+    for (DType t : {DType::kQ4_K, DType::kQ5_K}) {
+      if (!has_tile(*g, t)) continue;
+      any = true;
+      const bool five = t == DType::kQ5_K;
+      const size_t qs_at = five ? offsetof(BlockQ5_K, qs) : offsetof(BlockQ4_K, qs);
+      for (int64_t n : {1024, 1280}) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(n));
+        const int64_t rows = 2 * g->quant_rows + 1, tokens = 2 * g->quant_tokens + 1, nb = n / kSuperBlockElems;
+        Problem p{t, rows, tokens, n, {}, {}, {}, {}, dtype_row_bytes(t, n)};
+        std::vector<uint8_t> gguf(p.w_row_bytes * static_cast<size_t>(rows), 0);
+        std::vector<int32_t> wq(static_cast<size_t>(rows * n));  // the weights' integer values
+        const uint16_t one = fp32_to_fp16(1.0f);
+        const uint8_t sc[8] = {1, 1, 1, 1, 1, 1, 1, 1}, m[8] = {};
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t b = 0; b < nb; ++b) {
+            uint8_t* blk = gguf.data() + static_cast<size_t>(r) * p.w_row_bytes + b * dtype_block_bytes(t);
+            std::memcpy(blk, &one, 2);  // d = 1, dmin = 0
+            pack_scale_min_k4(sc, m, blk + 4);
+            for (int e = 0; e < kSuperBlockElems; ++e) {
+              const bool high = r % 3 == 0 || ((r + b + e / 8) & 1) == 0;
+              const int u = high ? (five ? 31 : 15) : 0;
+              // Element e = 64c + 32h + l: nibble h of qs[32c + l]; Q5_K's bit 4 is bit e / 32 of qh[l].
+              const int c = e / 64, h = e / 32 % 2, l = e % 32;
+              uint8_t& byte = blk[qs_at + 32 * c + l];
+              byte = static_cast<uint8_t>(byte | (u & 15) << (4 * h));
+              if (five) blk[offsetof(BlockQ5_K, qh) + l] |= static_cast<uint8_t>((u >> 4) << (e / 32));
+              wq[static_cast<size_t>(r * n + b * kSuperBlockElems + e)] = u;
+            }
+          }
+        }
+        p.w.resize(gguf.size());
+        repack_rows_x16(t, gguf.data(), p.w.data(), rows, n);
+        // Activations ±127 and 0 with amax 127 in every block (Q8_K scale 1,
+        // quants = values); every third token all +127.
+        p.x.resize(static_cast<size_t>(tokens * n));
+        for (int64_t k = 0; k < tokens; ++k) {
+          for (int64_t i = 0; i < n; ++i) {
+            float v = k % 3 == 0 || ((k + i / 8) & 1) == 0 ? 127.0f : -127.0f;
+            if (i % 256 != 0 && (i + k) % 13 == 0) v = 0.0f;
+            p.x[static_cast<size_t>(k * n + i)] = v;
+          }
+        }
+        const Activations a = make_activations(*g, p);
+        const std::vector<float> one_tile = run_with_shape(*g, p, a, 1, 1);
+        for (int64_t k = 0; k < tokens; ++k) {
+          for (int64_t r = 0; r < rows; ++r) {
+            int64_t want = 0;
+            for (int64_t i = 0; i < n; ++i) {
+              want += int64_t{wq[static_cast<size_t>(r * n + i)]} *
+                      static_cast<int64_t>(p.x[static_cast<size_t>(k * n + i)]);
+            }
+            ASSERT_EQ(one_tile[static_cast<size_t>(k * rows + r)], static_cast<float>(want)) << "r=" << r << " t=" << k;
+          }
+        }
+        for (int tr = 1; tr <= g->quant_rows; ++tr) {
+          for (int tt = 1; tt <= g->quant_tokens; ++tt) {
+            const std::vector<float> y = run_with_shape(*g, p, a, tr, tt);
+            ASSERT_EQ(0, std::memcmp(y.data(), one_tile.data(), y.size() * sizeof(float)))
+                << "tile " << tr << "x" << tt;
+          }
+        }
+      }
+    }
+  }
+  if (!any) GTEST_SKIP() << "no ISA with Q4_K / Q5_K tile kernels on this CPU";
+}
+
 // The AVX-VNNI table (vpdpbusd) against the AVX2 table (vpmaddubsw /
 // vpmaddwd) on the same weights and activations: every element of every
 // quantized type and tile shape, and the decode form, bit for bit (the
@@ -568,7 +654,7 @@ TEST(Gemm, AvxVnniTilesGiveTheAvx2Bits) {
     ASSERT_NE(&avx2, &vn);
     uint32_t seed = 900;
     for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
-                    DType::kQ2_K, DType::kQ3_K}) {
+                    DType::kQ2_K, DType::kQ3_K, DType::kQ5_K}) {
       for (int64_t n : is_k_quant(t) ? std::vector<int64_t>{256, 1280, 2048} : std::vector<int64_t>{32, 544, 2048}) {
         SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(n));
         Problem p = make_problem(t, 2 * vn.quant_rows + 1, 2 * vn.quant_tokens + 1, n, seed += 10);

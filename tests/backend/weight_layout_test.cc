@@ -58,12 +58,52 @@ TEST(WeightLayout, HandWorkedQ5_1Row) {
   EXPECT_EQ(x16, want);
 }
 
+// A Q5_K row of two super-blocks (one group of g = 2, 8 lanes): the head
+// keeps Q4_K's order (both d, both dmin, 8 three-byte lane entries: 48
+// bytes), then the lanes' even sub-block fifth-bit words, then their odd
+// ones, then the quant words. qh[5] = 0x04 is bit 2 (sub-block 2 = chunk 1,
+// even) of element 5 of super-block 0: bit 5 of lane 1's first word.
+// Super-block 1's qh[31] = 0x80 is bit 7 (sub-block 7 = chunk 3, odd):
+// bit 31 of lane 7's second word. Quant bytes count up from 0.
+TEST(WeightLayout, HandWorkedQ5_KFifthBits) {
+  std::vector<uint8_t> gguf(2 * sizeof(BlockQ5_K), 0);
+  auto* b = reinterpret_cast<BlockQ5_K*>(gguf.data());
+  b[0].qh[5] = 0x04;
+  b[1].qh[31] = 0x80;
+  for (int s = 0; s < 2; ++s) {
+    for (int i = 0; i < 128; ++i) b[s].qs[i] = static_cast<uint8_t>(128 * s + i);
+  }
+  std::vector<uint8_t> x16(gguf.size(), 0xee);
+  repack_rows_x16(DType::kQ5_K, gguf.data(), x16.data(), 1, 512);
+  auto word = [&](size_t at) {
+    uint32_t v;
+    std::memcpy(&v, x16.data() + at, 4);
+    return v;
+  };
+  for (size_t lane = 0; lane < 8; ++lane) {
+    EXPECT_EQ(word(32 + 4 * lane), lane == 1 ? 1u << 5 : 0u) << "even word of lane " << lane;
+    EXPECT_EQ(word(64 + 4 * lane), lane == 7 ? 1u << 31 : 0u) << "odd word of lane " << lane;
+  }
+  // Quant word k of lane L = 4s + c: bytes 32c + 4k .. + 3 of super-block s.
+  for (size_t k = 0; k < 8; ++k) {
+    for (size_t lane = 0; lane < 8; ++lane) {
+      const size_t at = 96 + 4 * (8 * k + lane);
+      const uint8_t first = static_cast<uint8_t>(128 * (lane / 4) + 32 * (lane % 4) + 4 * k);
+      EXPECT_EQ(x16[at], first) << "word " << k << " lane " << lane;
+      EXPECT_EQ(x16[at + 3], static_cast<uint8_t>(first + 3));
+    }
+  }
+  std::vector<uint8_t> back(gguf.size());
+  unpack_rows_x16(DType::kQ5_K, x16.data(), back.data(), 1, 512);
+  EXPECT_EQ(back, gguf);
+}
+
 // Repack then unpack gives the bytes back, for rows of whole groups, of a
 // short last group, and of one short group only; the repacked row differs.
 TEST(WeightLayout, RoundTrip) {
-  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1}) {
-    const std::vector<int64_t> sizes = t == DType::kQ4_K ? std::vector<int64_t>{256, 768, 1024, 1280, 2304}
-                                                         : std::vector<int64_t>{32, 96, 512, 544, 1024 + 480};
+  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ5_K}) {
+    const std::vector<int64_t> sizes = dtype_is_k_quant(t) ? std::vector<int64_t>{256, 768, 1024, 1280, 2304}
+                                                           : std::vector<int64_t>{32, 96, 512, 544, 1024 + 480};
     for (int64_t cols : sizes) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " cols=" + std::to_string(cols));
       const int64_t rows = 3;
@@ -88,7 +128,7 @@ TEST(WeightLayout, PrepareMatrixRepacksOnlyForTileKernels) {
   ThreadPool pool(2);
   const int64_t rows = 5, cols = 544;
   for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kF16, DType::kQ4_1, DType::kQ5_0,
-                  DType::kQ5_1}) {
+                  DType::kQ5_1, DType::kQ5_K}) {
     const int64_t c = dtype_is_k_quant(t) ? 512 : cols;
     std::vector<uint8_t> bytes(dtype_row_bytes(t, c) * rows, 0x11);
     const MatrixView w{t, bytes.data(), rows, c};

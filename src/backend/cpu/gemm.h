@@ -15,12 +15,12 @@
 // 4 × 6 tile, and matmul's result for a token does not depend on which other
 // tokens share the call (the engine relies on this; see matmul.h).
 //
-// Quantized weights (Q8_0, Q4_0, Q4_K; Q4_1, Q5_0, Q5_1) come in the x16 layout
+// Quantized weights (Q8_0, Q4_0, Q4_K; Q4_1, Q5_0, Q5_1, Q5_K) come in the x16 layout
 // (weight_layout.h) and take activations in a packed format made from f32
 // by pack_q8x16 (Q8_0 blocks quantized exactly as
 // Kernels::quantize_row_q8_0, each group of sixteen blocks laid out like the
 // weights' group: PackedQ8x16Group) or pack_q8k (Q8_K blocks as
-// Kernels::quantize_row_q8_k, four per PackedQ8KGroup). Q6_K weights stay in
+// Kernels::quantize_row_q8_k, four per PackedQ8KGroup; for Q4_K / Q5_K). Q6_K, Q2_K and Q3_K weights stay in
 // the GGUF layout and take plain Q8_K rows (QuantKernels::quantize_row_q8_k).
 // Float weights take f32 activations directly.
 #pragma once
@@ -115,6 +115,7 @@ struct GemmKernels {
   // weights and activations fit the registers (Q4_K keeps two sums per
   // element). Decode takes tiles of up to quant_rows rows of one token.
   int q4_k_rows, q4_k_tokens;
+  int q5_k_rows, q5_k_tokens;
   int q8_0_rows, q8_0_tokens;
   int q4_0_rows, q4_0_tokens;
   int q6_k_rows, q6_k_tokens;
@@ -140,6 +141,14 @@ struct GemmKernels {
   void (*tile_q4_0)(const uint8_t* w, int64_t w_stride, int rows, const PackedQ8x16Group* x, int64_t x_stride,
                     int tokens, int64_t n, float* y, int64_t y_stride);
   void (*tile_q4_k)(const uint8_t* w, int64_t w_stride, int rows, const PackedQ8KGroup* x, int64_t x_stride, int tokens,
+                    int64_t n, float* y, int64_t y_stride);
+  // Q5_K (x16 layout, weight_layout.h; pack_q8k activations): Q4_K's
+  // arithmetic with u = nibble | fifth bit << 4 (<= 31), per lane the two
+  // sub-blocks' exact integer sums, then d·sc·Σu·x − dmin·m·Σx per
+  // sub-block and one FMA with d_x; its own prefill shape (q5_k_rows,
+  // q5_k_tokens). Null in a set without it: Q5_K then takes the dot
+  // products and keeps the GGUF layout.
+  void (*tile_q5_k)(const uint8_t* w, int64_t w_stride, int rows, const PackedQ8KGroup* x, int64_t x_stride, int tokens,
                     int64_t n, float* y, int64_t y_stride);
   // Q6_K: w in the GGUF layout, x rows of BlockQ8_K (n % 256 == 0); each
   // element bit-identical to the same ISA's QuantKernels::dot_q6_k.
@@ -248,6 +257,18 @@ inline decltype(GemmKernels::tile_q4_0) x16_tile(const GemmKernels& g, DType t) 
       return nullptr;
   }
 }
+// g's tile for the x16 super-block formats (Q4_K, Q5_K: packed Q8_K
+// activations, pack_q8k); null for other types or where g has none.
+inline decltype(GemmKernels::tile_q4_k) k_x16_tile(const GemmKernels& g, DType t) {
+  switch (t) {
+    case DType::kQ4_K:
+      return g.tile_q4_k;
+    case DType::kQ5_K:
+      return g.tile_q5_k;
+    default:
+      return nullptr;
+  }
+}
 inline decltype(GemmKernels::tile_q6_k) q8k_tile(const GemmKernels& g, DType t) {
   switch (t) {
     case DType::kQ6_K:
@@ -267,7 +288,8 @@ inline decltype(GemmKernels::tile_q6_k) q8k_tile(const GemmKernels& g, DType t) 
 inline bool has_tile(const GemmKernels& g, DType t) {
   switch (t) {
     case DType::kQ4_K:
-      return g.tile_q4_k != nullptr;
+    case DType::kQ5_K:
+      return k_x16_tile(g, t) != nullptr;
     case DType::kF32:
       return g.tile_f32 != nullptr;
     case DType::kF16:

@@ -28,10 +28,15 @@ namespace {
 
 constexpr int kQuantRows = 4;
 constexpr int kQuantTokens = 4;
-// Q4_K prefill (tile_q4_k_words): 2 x T x 2 integer sums (even / odd
+// Q4_K / Q5_K prefill (tile_k_x16_words): 2 x T x 2 integer sums (even / odd
 // sub-blocks), R x T accumulators, the unpacked words: 2 x 4 fits.
 constexpr int kQ4KRows = 2;
 constexpr int kQ4KTokens = 4;
+// Q5_K: the same registers plus the fifth bits; 2 x 4 measured fastest too
+// (kernels_bench TESSERA_BENCH_TILE: 12.3 ms against 12.5-15.0 for 1 x 4,
+// 2 x 3, 3 x 3, 3 x 4, 4 x 4 and 4 x 2).
+constexpr int kQ5KRows = 2;
+constexpr int kQ5KTokens = 4;
 // Q6_K prefill: R x T lane sums (zmm), R unpacked halves (4 zmm each) and
 // R x T 8-lane accumulators fit the 32 registers at 2 x 4.
 constexpr int kQ6KRows = 2;
@@ -366,13 +371,37 @@ Q4KScales load_q4_k_scales(const uint8_t* p, int blocks) {
   return g;
 }
 
+// Bytes per super-block of a group before its quant words: d, dmin and
+// the lane entries (16), and for Q5_K the lanes' fifth-bit words (32).
+template <bool kFive>
+constexpr int kKQuantsAt = kFive ? 48 : 16;
+
 // Quant word k (of 8) of a row's group of `blocks` super-blocks at p: lane
 // L holds bytes 4k..4k+3 of chunk L's 32 (lanes past 4 * blocks zero).
-__m512i load_q4_k_word(const uint8_t* p, int blocks, int k) {
-  const uint8_t* q = p + 16 * blocks;
+template <bool kFive>
+__m512i load_k_word(const uint8_t* p, int blocks, int k) {
+  const uint8_t* q = p + kKQuantsAt<kFive> * blocks;
   if (blocks == kX16SuperBlocks) return _mm512_loadu_si512(q + 64 * k);
   const int lanes = 4 * blocks;
   return _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << lanes) - 1u), q + 4 * lanes * k);
+}
+
+// Q5_K: the lanes' fifth-bit words of the even (h = 0) or odd (h = 1)
+// sub-block of a row's group (weight_layout.h; lanes past 4 * blocks zero).
+__m512i load_q5_k_high(const uint8_t* p, int blocks, int h) {
+  const uint8_t* q = p + 16 * blocks * (1 + h);
+  if (blocks == kX16SuperBlocks) return _mm512_loadu_si512(q);
+  return _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << (4 * blocks)) - 1u), q);
+}
+
+// Part h (0: low nibbles, even sub-block; 1: high nibbles, odd) of quant
+// word k as unsigned bytes: the nibbles, with Q5_K's fifth bits (bits
+// 4k..4k+3 of the lane's word qh) in bit 4 by one vpermd, as FiveBitRows.
+template <bool kFive>
+__m512i k_part(__m512i word, __m512i qh, int k, int h) {
+  const __m512i nib = _mm512_and_si512(h == 0 ? word : _mm512_srli_epi16(word, 4), _mm512_set1_epi8(0x0f));
+  if constexpr (!kFive) return nib;
+  return _mm512_or_si512(nib, _mm512_permutexvar_epi32(_mm512_srli_epi32(qh, 4 * k), _mm512_load_si512(kFifthBits)));
 }
 
 // The float steps of one group for one element: per lane
@@ -386,59 +415,60 @@ __m512 q4_k_group_step(const Q4KScales& w, __m512i lo, __m512i hi, const PackedQ
   return _mm512_fmadd_ps(v, _mm512_load_ps(x.d), acc);
 }
 
-// One row's group of `blocks` super-blocks: its scales and 8 quant words.
-struct Q4KGroup {
+// One row's group of `blocks` super-blocks: its scales, 8 quant words and
+// (Q5_K) the fifth-bit words of both sub-blocks.
+struct KGroup {
   Q4KScales scales;
   __m512i words[8];
+  __m512i qh[2];
 };
 
-Q4KGroup load_q4_k_group(const uint8_t* p, int blocks) {
-  Q4KGroup g;
-  g.scales = load_q4_k_scales(p, blocks);
-  for (int k = 0; k < 8; ++k) g.words[k] = load_q4_k_word(p, blocks, k);
-  return g;
-}
-
-// Q4_K: per lane the two sub-blocks' integer dot products, then
+// Q4_K / Q5_K: per lane the two sub-blocks' integer dot products, then
 // q4_k_group_step.
-struct Q4KRows {
-  static constexpr int kBlockBytes = sizeof(BlockQ4_K);
+template <bool kFive>
+struct KX16Rows {
+  static constexpr int kBlockBytes = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
   static constexpr int kBlockElems = kSuperBlockElems;
   static constexpr int kGroupBlocks = kX16SuperBlocks;
   using Act = PackedQ8KGroup;
-  using Group = Q4KGroup;
-  static Group load(const uint8_t* p, int blocks) { return load_q4_k_group(p, blocks); }
+  using Group = KGroup;
+  static Group load(const uint8_t* p, int blocks) {
+    Group g;
+    g.scales = load_q4_k_scales(p, blocks);
+    for (int k = 0; k < 8; ++k) g.words[k] = load_k_word<kFive>(p, blocks, k);
+    for (int h = 0; h < 2; ++h) g.qh[h] = kFive ? load_q5_k_high(p, blocks, h) : _mm512_setzero_si512();
+    return g;
+  }
   static __m512 fma(const Group& w, const Act& x, __m512 acc) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
     for (int k = 0; k < 8; ++k) {
-      lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(w.words[k], m4), _mm512_load_si512(x.lo[k]));
-      hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi16(w.words[k], 4), m4), _mm512_load_si512(x.hi[k]));
+      lo = _mm512_dpbusd_epi32(lo, k_part<kFive>(w.words[k], w.qh[0], k, 0), _mm512_load_si512(x.lo[k]));
+      hi = _mm512_dpbusd_epi32(hi, k_part<kFive>(w.words[k], w.qh[1], k, 1), _mm512_load_si512(x.hi[k]));
     }
     return q4_k_group_step(w.scales, lo, hi, x, acc);
   }
 };
 
-// Q4_K with several tokens: tile_quant<Q4KRows>'s per-element arithmetic
-// (each lane's two exact sub-block sums, then q4_k_group_step), word by
-// word over the whole tile as tile_x16_words does for Q8_0 / Q4_0: each
-// weight word is unpacked once for all T tokens and each activation word
-// loaded once for all R rows (tile_quant unpacked and reloaded them per
-// element). Integer sums do not depend on their order, so every shape keeps
-// the 1 x 1 tile's bits.
-template <int R, int T>
-void tile_q4_k_words(const uint8_t* w, int64_t w_stride, const PackedQ8KGroup* x, int64_t x_stride, int64_t n, float* y,
-                     int64_t y_stride) {
+// Q4_K / Q5_K with several tokens: tile_quant<KX16Rows>'s per-element
+// arithmetic (each lane's two exact sub-block sums, then q4_k_group_step),
+// word by word over the whole tile as tile_x16_words does for Q8_0 / Q4_0:
+// each weight word is unpacked once for all T tokens and each activation
+// word loaded once for all R rows (tile_quant unpacked and reloaded them
+// per element). Integer sums do not depend on their order, so every shape
+// keeps the 1 x 1 tile's bits.
+template <bool kFive, int R, int T>
+void tile_k_x16_words(const uint8_t* w, int64_t w_stride, const PackedQ8KGroup* x, int64_t x_stride, int64_t n,
+                      float* y, int64_t y_stride) {
+  constexpr int64_t kBlockBytes = KX16Rows<kFive>::kBlockBytes;
   const int64_t nb = n / kSuperBlockElems;
   const int64_t groups = (nb + kX16SuperBlocks - 1) / kX16SuperBlocks;
   const PackedQ8KGroup* xt[T];
   for (int t = 0; t < T; ++t) xt[t] = advance(x, t * x_stride);
-  const __m512i m4 = _mm512_set1_epi8(0x0f);
   __m512 acc[R][T];
   zero_tile(acc);
   for (int64_t g = 0; g < groups; ++g) {
     const int blocks = static_cast<int>(std::min<int64_t>(kX16SuperBlocks, nb - g * kX16SuperBlocks));
-    const size_t offset = static_cast<size_t>(g) * kX16SuperBlocks * sizeof(BlockQ4_K);
+    const size_t offset = static_cast<size_t>(g) * kX16SuperBlocks * kBlockBytes;
     auto group = [&](int r) { return w + r * w_stride + offset; };
     __m512i sums[2][R][T];  // [even / odd sub-block]: low / high nibbles
 #pragma GCC unroll 2
@@ -453,12 +483,15 @@ void tile_q4_k_words(const uint8_t* w, int64_t w_stride, const PackedQ8KGroup* x
     for (int k = 0; k < 8; ++k) {
       __m512i wv[R];
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) wv[r] = load_q4_k_word(group(r), blocks, k);
+      for (int r = 0; r < R; ++r) wv[r] = load_k_word<kFive>(group(r), blocks, k);
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
         __m512i part[R];
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) part[r] = _mm512_and_si512(h == 0 ? wv[r] : _mm512_srli_epi16(wv[r], 4), m4);
+        for (int r = 0; r < R; ++r) {
+          const __m512i qh = kFive ? load_q5_k_high(group(r), blocks, h) : _mm512_setzero_si512();
+          part[r] = k_part<kFive>(wv[r], qh, k, h);
+        }
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
           const __m512i xv = _mm512_load_si512(h == 0 ? xt[t][g].lo[k] : xt[t][g].hi[k]);
@@ -636,15 +669,20 @@ struct X16Inst {
     }
   };
 };
-template <int R, int T>
-struct Q4KInst {
-  static void run(const uint8_t* w, int64_t ws, const PackedQ8KGroup* x, int64_t xs, int64_t n, float* y, int64_t ys) {
-    if constexpr (T == 1) {
-      tile_quant<Q4KRows, R, T>(w, ws, x, xs, n, y, ys);
-    } else {
-      tile_q4_k_words<R, T>(w, ws, x, xs, n, y, ys);
+// Q4_K / Q5_K: tile_quant for one token, tile_k_x16_words for more.
+template <bool kFive>
+struct KX16Inst {
+  template <int R, int T>
+  struct Of {
+    static void run(const uint8_t* w, int64_t ws, const PackedQ8KGroup* x, int64_t xs, int64_t n, float* y,
+                    int64_t ys) {
+      if constexpr (T == 1) {
+        tile_quant<KX16Rows<kFive>, R, T>(w, ws, x, xs, n, y, ys);
+      } else {
+        tile_k_x16_words<kFive, R, T>(w, ws, x, xs, n, y, ys);
+      }
     }
-  }
+  };
 };
 template <int R, int T>
 struct Q2KInst {
@@ -688,7 +726,8 @@ constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q4Rows>::Of> kQ4
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q41Rows>::Of> kQ41Tiles{};
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q50Rows>::Of> kQ50Tiles{};
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q51Rows>::Of> kQ51Tiles{};
-constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, Q4KInst> kQ4KTiles{};
+constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, KX16Inst<false>::Of> kQ4KTiles{};
+constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, KX16Inst<true>::Of> kQ5KTiles{};
 constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, Q6KInst> kQ6KTiles{};
 constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, Q2KInst> kQ2KTiles{};
 constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, Q3KInst> kQ3KTiles{};
@@ -702,6 +741,7 @@ constexpr auto tile_q4_1 = tile_entry<kQ41Tiles, uint8_t, PackedQ8x16Group>;
 constexpr auto tile_q5_0 = tile_entry<kQ50Tiles, uint8_t, PackedQ8x16Group>;
 constexpr auto tile_q5_1 = tile_entry<kQ51Tiles, uint8_t, PackedQ8x16Group>;
 constexpr auto tile_q4_k = tile_entry<kQ4KTiles, uint8_t, PackedQ8KGroup>;
+constexpr auto tile_q5_k = tile_entry<kQ5KTiles, uint8_t, PackedQ8KGroup>;
 constexpr auto tile_q6_k = tile_entry<kQ6KTiles, uint8_t, BlockQ8_K>;
 constexpr auto tile_q2_k = tile_entry<kQ2KTiles, uint8_t, BlockQ8_K>;
 constexpr auto tile_q3_k = tile_entry<kQ3KTiles, uint8_t, BlockQ8_K>;
@@ -835,6 +875,8 @@ const GemmKernels kGemmAvx512{
     .float_tokens = kFloatTokens,
     .q4_k_rows = kQ4KRows,
     .q4_k_tokens = kQ4KTokens,
+    .q5_k_rows = kQ5KRows,
+    .q5_k_tokens = kQ5KTokens,
     .q8_0_rows = kQuantRows,
     .q8_0_tokens = kQuantTokens,
     .q4_0_rows = kQuantRows,
@@ -848,6 +890,7 @@ const GemmKernels kGemmAvx512{
     .tile_q8_0 = tile_q8_0,
     .tile_q4_0 = tile_q4_0,
     .tile_q4_k = tile_q4_k,
+    .tile_q5_k = tile_q5_k,
     .tile_q6_k = tile_q6_k,
     .tile_q2_k = tile_q2_k,
     .tile_q3_k = tile_q3_k,

@@ -323,7 +323,7 @@ void i16_panel_rows(const GemmKernels& g, const MatrixView& w, const uint8_t* x,
 }
 
 // Float and Q6_K weights in any layout where the set has their tile (Q6_K's
-// reads GGUF rows); the x16 types (Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q4_K)
+// reads GGUF rows); the x16 types (Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q4_K / Q5_K)
 // once prepare_matrix has put them in the x16 layout (a kernel table without
 // their tile kernels reads GGUF rows).
 bool has_tile_kernel(const GemmKernels& g, const MatrixView& w) {
@@ -482,10 +482,16 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
                                               y, r0, r1, k.decode_streams);
         return;
       case DType::kQ4_K:
-        tiled_rows<uint8_t, PackedQ8KGroup, false>(g.tile_q4_k, n_tokens == 1 ? g.quant_rows : g.q4_k_rows,
-                                                   g.q4_k_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols, rows,
-                                                   n_tokens, y, r0, r1, k.decode_streams);
+      case DType::kQ5_K: {
+        const bool five = w.dtype == DType::kQ5_K;
+        tiled_rows<uint8_t, PackedQ8KGroup, false>(k_x16_tile(g, w.dtype),
+                                                   n_tokens == 1 ? g.quant_rows
+                                                   : five        ? g.q5_k_rows
+                                                                 : g.q4_k_rows,
+                                                   five ? g.q5_k_tokens : g.q4_k_tokens, wb, w_row_bytes, x.data,
+                                                   x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
+      }
       case DType::kQ2_K:
       case DType::kQ3_K:
         tiled_rows<uint8_t, BlockQ8_K, false>(q8k_tile(g, w.dtype), n_tokens == 1 ? g.quant_rows : g.q23_k_rows,

@@ -70,11 +70,21 @@ void convert_row(DType t, const uint8_t* src, uint8_t* dst, int64_t cols, bool t
   }
 }
 
-// Q4_K: groups of kX16SuperBlocks super-blocks (weight_layout.h).
+// Q4_K and Q5_K: groups of kX16SuperBlocks super-blocks (weight_layout.h).
 constexpr size_t kQ4KEntryBytes = 3;
 
-void convert_row_q4_k(const uint8_t* src, uint8_t* dst, int64_t cols, bool to_x16) {
-  constexpr size_t kBlock = sizeof(BlockQ4_K);
+// Q5_K's fifth bits of lane (s, c) as two 32-bit words: bit l of word h is
+// bit 2c + h of qh[l] (element 64c + 32h + l).
+uint32_t q5_k_lane_bits(const uint8_t* qh, size_t c, size_t h) {
+  uint32_t v = 0;
+  for (uint32_t l = 0; l < 32; ++l) v |= ((uint32_t{qh[l]} >> (2 * c + h)) & 1u) << l;
+  return v;
+}
+
+void convert_row_q45_k(DType t, const uint8_t* src, uint8_t* dst, int64_t cols, bool to_x16) {
+  const bool five = t == DType::kQ5_K;
+  const size_t kBlock = dtype_block_bytes(t);
+  const size_t quants_at = five ? 48 : 16;  // in a GGUF block: after d, dmin, scales (and qh)
   const int64_t nb = cols / kSuperBlockElems;
   for (int64_t b0 = 0; b0 < nb; b0 += kX16SuperBlocks) {
     const auto g = static_cast<size_t>(std::min<int64_t>(kX16SuperBlocks, nb - b0));
@@ -92,6 +102,8 @@ void convert_row_q4_k(const uint8_t* src, uint8_t* dst, int64_t cols, bool to_x1
       uint8_t sc[8], m[8];
       if (to_x16) {
         for (int j = 0; j < 8; ++j) q4k_scale_min(j, in + block + 4, &sc[j], &m[j]);
+      } else if (five) {
+        std::memset(out + block + 16, 0, 32);  // qh, rebuilt bit by bit below
       }
       for (size_t c = 0; c < 4; ++c) {
         const size_t lane = 4 * s + c;
@@ -108,8 +120,24 @@ void convert_row_q4_k(const uint8_t* src, uint8_t* dst, int64_t cols, bool to_x1
           m[2 * c] = (e >> 12) & 63;
           m[2 * c + 1] = (e >> 18) & 63;
         }
+        if (five) {
+          for (size_t h = 0; h < 2; ++h) {
+            const size_t word = 16 * g + 16 * g * h + kWordBytes * lane;  // in the x16 group
+            if (to_x16) {
+              const uint32_t v = q5_k_lane_bits(in + block + 16, c, h);
+              std::memcpy(out + word, &v, kWordBytes);
+            } else {
+              uint32_t v;
+              std::memcpy(&v, in + word, kWordBytes);
+              for (uint32_t l = 0; l < 32; ++l) {
+                out[block + 16 + l] = static_cast<uint8_t>(out[block + 16 + l] | ((v >> l) & 1u) << (2 * c + h));
+              }
+            }
+          }
+        }
         for (size_t k = 0; k < 8; ++k) {
-          move(block + 16 + 32 * c + kWordBytes * k, 16 * g + (k * lanes + lane) * kWordBytes, kWordBytes);
+          move(block + quants_at + 32 * c + kWordBytes * k, quants_at * g + (k * lanes + lane) * kWordBytes,
+               kWordBytes);
         }
       }
       if (!to_x16) pack_scale_min_k4(sc, m, out + block + 4);
@@ -123,8 +151,8 @@ void convert_rows(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64
   const size_t row_bytes = dtype_row_bytes(t, cols);
   for (int64_t r = 0; r < rows; ++r) {
     const size_t off = static_cast<size_t>(r) * row_bytes;
-    if (t == DType::kQ4_K) {
-      convert_row_q4_k(src + off, dst + off, cols, to_x16);
+    if (t == DType::kQ4_K || t == DType::kQ5_K) {
+      convert_row_q45_k(t, src + off, dst + off, cols, to_x16);
     } else {
       convert_row(t, src + off, dst + off, cols, to_x16);
     }
@@ -207,7 +235,7 @@ void repack_rows_as_i16_panel(DType t, const uint16_t* src, int16_t* dst, float*
 
 bool has_x16_layout(DType t) {
   return t == DType::kQ4_0 || t == DType::kQ8_0 || t == DType::kQ4_K || t == DType::kQ4_1 || t == DType::kQ5_0 ||
-         t == DType::kQ5_1;
+         t == DType::kQ5_1 || t == DType::kQ5_K;
 }
 
 void repack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {

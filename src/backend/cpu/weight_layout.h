@@ -1,7 +1,7 @@
 // Weight layouts. Matrices come as GGUF stores them: row-major, each row a
 // run of blocks, each block its f16 scale then its quants. The tile kernels
-// (gemm.h: AVX-512 VNNI and AVX2) read Q4_0, Q8_0, Q4_K, Q4_1, Q5_0 and
-// Q5_1 rows in an interleaved layout instead, made once when a Transformer
+// (gemm.h: AVX-512 VNNI and AVX2) read Q4_0, Q8_0, Q4_K, Q4_1, Q5_0, Q5_1
+// and Q5_K rows in an interleaved layout instead, made once when a Transformer
 // is built (prepare_matrix):
 //
 //   x16: each row's blocks in groups of 16 (the last group of a row may hold
@@ -24,7 +24,16 @@
 //       m_2c+1 << 18 (the 6-bit scales and mins, re-packed; 12g bytes);
 //     - the quants as 4-byte words, word-major as above (8 words per lane).
 //
-// One 64-byte load then holds word k of 16 blocks (Q4_K: of 16 chunks), so vpdpbusd leaves each
+//   Q5_K: Q4_K's group with the fifth bits between the lane entries and the
+//   quants (a group keeps its g * 176 bytes): after the 16g bytes of d,
+//   dmin and entries, per lane L one 32-bit word of its even sub-block's
+//   fifth bits (bit l = bit 4 of element 64c + l, i.e. bit 2c of the GGUF
+//   qh[l]), lanes in order (16g bytes), then the odd sub-blocks' words
+//   (bit l = bit 2c + 1 of qh[l], element 64c + 32 + l; 16g bytes); the
+//   quant words follow at 48g. Bits 4k..4k+3 of a lane's word are then the
+//   fifth bits of the nibbles in its quant word k.
+//
+// One 64-byte load then holds word k of 16 blocks (Q4_K / Q5_K: of 16 chunks), so vpdpbusd leaves each
 // block's integer dot product in a lane of its own and the block scales
 // apply to 16 blocks with one convert and one FMA (four blocks per FMA with
 // the GGUF layout, plus the shuffles to gather them): ~1.5x the kernel's
@@ -128,11 +137,11 @@ inline bool fits_i16_panels(int64_t rows, int64_t cols, int panel_rows) {
 void repack_rows_as_i16_panel(DType t, const uint16_t* src, int16_t* dst, float* scales, int64_t rows, int64_t cols,
                               int panel_rows, const GemmKernels* g = nullptr);
 
-// Blocks per interleaved group (Q4_0, Q8_0) and super-blocks per group (Q4_K).
+// Blocks per interleaved group (Q4_0, Q8_0, ...) and super-blocks per group (Q4_K, Q5_K).
 inline constexpr int kX16Blocks = 16;
 inline constexpr int kX16SuperBlocks = 4;
 
-// Whether dtype t has an x16 layout (Q4_0, Q8_0, Q4_K, Q4_1, Q5_0, Q5_1).
+// Whether dtype t has an x16 layout (Q4_0, Q8_0, Q4_K, Q4_1, Q5_0, Q5_1, Q5_K).
 bool has_x16_layout(DType t);
 
 // Rewrites `rows` rows of `cols` elements (a multiple of the block) from the GGUF
