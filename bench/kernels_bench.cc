@@ -36,7 +36,7 @@ namespace {
 // The kernel table under test: the best ISA, or TESSERA_ISA's (the library
 // reads no environment; this benchmark does, as the CLI does).
 // TESSERA_BENCH_TILE=RxT (this benchmark only) replaces the quantized
-// prefill tile shape of Q8_0, Q4_0, Q4_K, Q5_K and Q6_K (R <= quant_rows, T <=
+// prefill tile shape of Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, Q2_K and Q3_K (R <= quant_rows, T <=
 // quant_tokens), to compare shapes in one binary.
 // The table is the engine's (kernels_with), so widen_half_rows follows the
 // CPU; TESSERA_BENCH_WIDEN=0 or 1 (this benchmark only) overrides it.
@@ -78,8 +78,9 @@ const Kernels& bench_kernels() {
     if (out.gemm != nullptr && tile != nullptr && std::sscanf(tile, "%dx%d", &r, &t) == 2 && r >= 1 &&
         r <= out.gemm->quant_rows && t >= 1 && t <= out.gemm->quant_tokens) {
       gemm = *out.gemm;
-      gemm.q8_0_rows = gemm.q4_0_rows = gemm.q4_k_rows = gemm.q5_k_rows = gemm.q6_k_rows = r;
-      gemm.q8_0_tokens = gemm.q4_0_tokens = gemm.q4_k_tokens = gemm.q5_k_tokens = gemm.q6_k_tokens = t;
+      gemm.q8_0_rows = gemm.q4_0_rows = gemm.q4_k_rows = gemm.q5_k_rows = gemm.q6_k_rows = gemm.q23_k_rows = r;
+      gemm.q8_0_tokens = gemm.q4_0_tokens = gemm.q4_k_tokens = gemm.q5_k_tokens = gemm.q6_k_tokens = gemm.q23_k_tokens =
+          t;
       out.gemm = &gemm;
     }
     return out;
