@@ -224,6 +224,8 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
     ASSERT_TRUE(g->q4_0_rows >= 1 && g->q4_0_rows <= g->quant_rows);
     ASSERT_TRUE(g->q4_0_tokens >= 1 && g->q4_0_tokens <= g->quant_tokens);
     ASSERT_TRUE(g->q6_k_rows >= 1 && g->q6_k_rows <= g->quant_rows);
+    ASSERT_TRUE(g->q5_k_decode_rows >= 1 && g->q5_k_decode_rows <= g->quant_rows);
+    ASSERT_TRUE(g->q6_k_decode_rows >= 1 && g->q6_k_decode_rows <= g->quant_rows);
     ASSERT_TRUE(g->q6_k_tokens >= 1 && g->q6_k_tokens <= g->quant_tokens);
     uint32_t seed = 7;
     for (DType t : kTypes) {

@@ -120,6 +120,10 @@ struct GemmKernels {
   int q4_0_rows, q4_0_tokens;
   int q6_k_rows, q6_k_tokens;
   int q23_k_rows, q23_k_tokens;  // Q2_K and Q3_K
+  // Rows of the one-token (decode) tile of Q5_K and Q6_K, <= quant_rows
+  // (the other types take quant_rows): where unpacking a row takes most of
+  // the registers, four rows at once spill (AVX2).
+  int q5_k_decode_rows, q6_k_decode_rows;
 
   // x[n] f32 -> out[packed_q8x16_row_bytes(n)], 64-byte aligned; n % 32 == 0;
   // offset: x16_act_offset of the weights' type (kQ8Offset for Q8_0,

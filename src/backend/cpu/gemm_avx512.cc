@@ -885,6 +885,8 @@ const GemmKernels kGemmAvx512{
     .q6_k_tokens = kQ6KTokens,
     .q23_k_rows = kQ23KRows,
     .q23_k_tokens = kQ23KTokens,
+    .q5_k_decode_rows = kQuantRows,
+    .q6_k_decode_rows = kQuantRows,
     .pack_q8x16 = pack_q8x16,
     .pack_q8k = pack_q8k,
     .tile_q8_0 = tile_q8_0,

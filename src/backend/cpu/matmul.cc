@@ -485,7 +485,7 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
       case DType::kQ5_K: {
         const bool five = w.dtype == DType::kQ5_K;
         tiled_rows<uint8_t, PackedQ8KGroup, false>(k_x16_tile(g, w.dtype),
-                                                   n_tokens == 1 ? g.quant_rows
+                                                   n_tokens == 1 ? (five ? g.q5_k_decode_rows : g.quant_rows)
                                                    : five        ? g.q5_k_rows
                                                                  : g.q4_k_rows,
                                                    five ? g.q5_k_tokens : g.q4_k_tokens, wb, w_row_bytes, x.data,
@@ -499,9 +499,9 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
                                               n_tokens, y, r0, r1, k.decode_streams);
         return;
       case DType::kQ6_K:
-        tiled_rows<uint8_t, BlockQ8_K, false>(g.tile_q6_k, n_tokens == 1 ? g.quant_rows : g.q6_k_rows, g.q6_k_tokens,
-                                              wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1,
-                                              k.decode_streams);
+        tiled_rows<uint8_t, BlockQ8_K, false>(g.tile_q6_k, n_tokens == 1 ? g.q6_k_decode_rows : g.q6_k_rows,
+                                              g.q6_k_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens,
+                                              y, r0, r1, k.decode_streams);
         return;
       case DType::kF32:
         tiled_rows<float, float>(g.tile_f32, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols,
