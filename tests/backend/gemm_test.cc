@@ -458,6 +458,40 @@ TEST(Gemm, Q2KQ3KTilesMatchDotProductBits) {
   if (!any) GTEST_SKIP() << "no ISA with Q2_K / Q3_K tile kernels on this CPU";
 }
 
+// For the ExtremeQuants tests: activations of p set to ±127 (and some
+// zeros; every third token all +127) with amax 127 in every 32 elements,
+// so that their Q8_0 and Q8_K scales are 1 and their quants the values;
+// then every output of every tile shape must be the exact integer sum of
+// wq (the weights' integer values, [p.rows, p.n]) times them.
+void expect_exact_integer_sums(const GemmKernels& g, Problem& p, const std::vector<int32_t>& wq) {
+  const int64_t n = p.n;
+  p.x.resize(static_cast<size_t>(p.tokens * n));
+  for (int64_t k = 0; k < p.tokens; ++k) {
+    for (int64_t i = 0; i < n; ++i) {
+      float v = k % 3 == 0 || ((k + i / 8) & 1) == 0 ? 127.0f : -127.0f;
+      if (i % 32 != 0 && (i + k) % 13 == 0) v = 0.0f;
+      p.x[static_cast<size_t>(k * n + i)] = v;
+    }
+  }
+  const Activations a = make_activations(g, p);
+  const std::vector<float> one_tile = run_with_shape(g, p, a, 1, 1);
+  for (int64_t k = 0; k < p.tokens; ++k) {
+    for (int64_t r = 0; r < p.rows; ++r) {
+      int64_t want = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        want += int64_t{wq[static_cast<size_t>(r * n + i)]} * static_cast<int64_t>(p.x[static_cast<size_t>(k * n + i)]);
+      }
+      ASSERT_EQ(one_tile[static_cast<size_t>(k * p.rows + r)], static_cast<float>(want)) << "r=" << r << " t=" << k;
+    }
+  }
+  for (int tr = 1; tr <= g.quant_rows; ++tr) {
+    for (int tt = 1; tt <= g.quant_tokens; ++tt) {
+      const std::vector<float> y = run_with_shape(g, p, a, tr, tt);
+      ASSERT_EQ(0, std::memcmp(y.data(), one_tile.data(), y.size() * sizeof(float))) << "tile " << tr << "x" << tt;
+    }
+  }
+}
+
 // The integer products at the ends of their ranges (weight quants 0 / 15 for
 // Q4_0 and Q4_1, 0 / 31 for Q5_0 and Q5_1, -128 / 127 for Q8_0; activations
 // ±127, 0), with unit scales (and zero minima) so that every output is an
@@ -520,35 +554,7 @@ TEST(Gemm, ExtremeQuantsGiveExactIntegerSums) {
         }
         p.w.resize(gguf.size());
         repack_rows_x16(t, gguf.data(), p.w.data(), rows, n);
-        // Activations ±127 (and some zeros; every third token all +127) with amax 127 in every block:
-        // Q8_0 scale 1, quants = values.
-        p.x.resize(static_cast<size_t>(tokens * n));
-        for (int64_t k = 0; k < tokens; ++k) {
-          for (int64_t i = 0; i < n; ++i) {
-            float v = k % 3 == 0 || ((k + i / 8) & 1) == 0 ? 127.0f : -127.0f;
-            if (i % 32 != 0 && (i + k) % 13 == 0) v = 0.0f;
-            p.x[static_cast<size_t>(k * n + i)] = v;
-          }
-        }
-        const Activations a = make_activations(*g, p);
-        const std::vector<float> one_tile = run_with_shape(*g, p, a, 1, 1);
-        for (int64_t k = 0; k < tokens; ++k) {
-          for (int64_t r = 0; r < rows; ++r) {
-            int64_t want = 0;
-            for (int64_t i = 0; i < n; ++i) {
-              want += int64_t{wq[static_cast<size_t>(r * n + i)]} *
-                      static_cast<int64_t>(p.x[static_cast<size_t>(k * n + i)]);
-            }
-            ASSERT_EQ(one_tile[static_cast<size_t>(k * rows + r)], static_cast<float>(want)) << "r=" << r << " t=" << k;
-          }
-        }
-        for (int tr = 1; tr <= g->quant_rows; ++tr) {
-          for (int tt = 1; tt <= g->quant_tokens; ++tt) {
-            const std::vector<float> y = run_with_shape(*g, p, a, tr, tt);
-            ASSERT_EQ(0, std::memcmp(y.data(), one_tile.data(), y.size() * sizeof(float)))
-                << "tile " << tr << "x" << tt;
-          }
-        }
+        expect_exact_integer_sums(*g, p, wq);
       }
     }
   }
@@ -600,35 +606,7 @@ TEST(Gemm, ExtremeKQuantsGiveExactIntegerSums) {
         }
         p.w.resize(gguf.size());
         repack_rows_x16(t, gguf.data(), p.w.data(), rows, n);
-        // Activations ±127 and 0 with amax 127 in every block (Q8_K scale 1,
-        // quants = values); every third token all +127.
-        p.x.resize(static_cast<size_t>(tokens * n));
-        for (int64_t k = 0; k < tokens; ++k) {
-          for (int64_t i = 0; i < n; ++i) {
-            float v = k % 3 == 0 || ((k + i / 8) & 1) == 0 ? 127.0f : -127.0f;
-            if (i % 256 != 0 && (i + k) % 13 == 0) v = 0.0f;
-            p.x[static_cast<size_t>(k * n + i)] = v;
-          }
-        }
-        const Activations a = make_activations(*g, p);
-        const std::vector<float> one_tile = run_with_shape(*g, p, a, 1, 1);
-        for (int64_t k = 0; k < tokens; ++k) {
-          for (int64_t r = 0; r < rows; ++r) {
-            int64_t want = 0;
-            for (int64_t i = 0; i < n; ++i) {
-              want += int64_t{wq[static_cast<size_t>(r * n + i)]} *
-                      static_cast<int64_t>(p.x[static_cast<size_t>(k * n + i)]);
-            }
-            ASSERT_EQ(one_tile[static_cast<size_t>(k * rows + r)], static_cast<float>(want)) << "r=" << r << " t=" << k;
-          }
-        }
-        for (int tr = 1; tr <= g->quant_rows; ++tr) {
-          for (int tt = 1; tt <= g->quant_tokens; ++tt) {
-            const std::vector<float> y = run_with_shape(*g, p, a, tr, tt);
-            ASSERT_EQ(0, std::memcmp(y.data(), one_tile.data(), y.size() * sizeof(float)))
-                << "tile " << tr << "x" << tt;
-          }
-        }
+        expect_exact_integer_sums(*g, p, wq);
       }
     }
   }
