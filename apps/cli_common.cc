@@ -55,7 +55,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
       ->capture_default_str()
       ->group(kGroupEngine);
   app.add_option("--quantize", f.quantize, "Quantize the weight matrices at load time")
-      ->check(CLI::IsMember({"q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "q4_k"}))
+      ->check(CLI::IsMember({"q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "q5_k", "q4_k"}))
       ->group(kGroupModel);
   app.add_flag("--check-tensors", f.check_tensors,
                "Check every weight value for Inf/NaN at load (always checked: quantized scales, norms)")

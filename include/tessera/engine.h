@@ -36,8 +36,9 @@ namespace tessera {
 
 struct EngineOptions {
   std::string model;  // path: a .gguf file or a Hugging Face model directory
-  // "" (as stored), "q8_0", "q5_1", "q5_0", "q4_1", "q4_0" or "q4_k":
-  // requantize the matrices at load.
+  // "" (as stored), "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "q5_k" or
+  // "q4_k": requantize the matrices at load (those whose rows fit the
+  // type's block; K-quants need rows of a multiple of 256).
   std::string quantize;
   // Check every weight value for Inf/NaN at load (--check-tensors; a pass
   // over the whole file). Without it only the quantized blocks' scales and

@@ -32,8 +32,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
     const auto t = dtype_from_name(o.quantize);
     // The types with tile kernels on every SIMD path (matmul's fast formats).
     if (!t || (*t != DType::kQ8_0 && *t != DType::kQ4_0 && *t != DType::kQ4_1 && *t != DType::kQ5_0 &&
-               *t != DType::kQ5_1 && *t != DType::kQ4_K)) {
-      return invalid_argument("quantize '" + o.quantize + "': expected q8_0, q5_1, q5_0, q4_1, q4_0 or q4_k");
+               *t != DType::kQ5_1 && *t != DType::kQ4_K && *t != DType::kQ5_K)) {
+      return invalid_argument("quantize '" + o.quantize + "': expected q8_0, q5_1, q5_0, q4_1, q4_0, q5_k or q4_k");
     }
     load.quantize = *t;
   }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "formats/gguf_reader.h"
@@ -91,9 +92,12 @@ TEST(QuantizeModel, Q4_K_MFileLoadsAndRuns) {
   auto base = Model::load(in);
   auto quant = Model::load(out);
   auto loadq = Model::load(in, LoadOptions{DType::kQ8_0});
-  ASSERT_TRUE(base.ok() && quant.ok() && loadq.ok());
+  auto load5 = Model::load(in, LoadOptions{DType::kQ5_K});  // --quantize q5_k
+  ASSERT_TRUE(base.ok() && quant.ok() && loadq.ok() && load5.ok());
   EXPECT_EQ((*loadq)->weights().layers[0].wq.dtype, DType::kQ8_0);
   EXPECT_EQ((*loadq)->weights().output.dtype, DType::kQ8_0);
+  EXPECT_EQ((*load5)->weights().layers[0].w_down.dtype, DType::kQ5_K);
+  EXPECT_EQ((*load5)->weights().output.dtype, DType::kQ5_K);
   const std::vector<int32_t> prompt = {1, 300, 301, 302, 303};
   auto logits = [&](const Model& m) {
     auto g = testing::make_engine(m, testing::cpu_backend(2), 0, 64, KvDtype::kF32);
@@ -101,17 +105,21 @@ TEST(QuantizeModel, Q4_K_MFileLoadsAndRuns) {
     auto r = testing::last_logits(**g, prompt);
     return r;
   };
-  const auto lb = logits(**base), lq = logits(**quant), l8 = logits(**loadq);
-  double err_q = 0, err_8 = 0, ref = 0;
+  const auto lb = logits(**base), lq = logits(**quant), l8 = logits(**loadq), l5 = logits(**load5);
+  double err_q = 0, err_8 = 0, err_5 = 0, ref = 0;
   for (size_t i = 0; i < lb.size(); ++i) {
     ASSERT_TRUE(std::isfinite(lq[i]));
     err_q += (lq[i] - lb[i]) * static_cast<double>(lq[i] - lb[i]);
     err_8 += (l8[i] - lb[i]) * static_cast<double>(l8[i] - lb[i]);
+    err_5 += (l5[i] - lb[i]) * static_cast<double>(l5[i] - lb[i]);
     ref += lb[i] * static_cast<double>(lb[i]);
   }
+  std::printf("logits rms error / rms: q4_k_m file %.4f, load-time q5_k %.4f, load-time q8_0 %.4f\n",
+              std::sqrt(err_q / ref), std::sqrt(err_5 / ref), std::sqrt(err_8 / ref));
   EXPECT_GT(err_q, 0.0);
   EXPECT_LT(std::sqrt(err_q / ref), 0.3);
-  EXPECT_LT(std::sqrt(err_8 / ref), std::sqrt(err_q / ref));  // q8_0 is closer than q4_k_m
+  EXPECT_LT(err_5, err_q);  // q5_k is closer than q4_k_m
+  EXPECT_LT(err_8, err_5);  // and q8_0 closer still
   std::filesystem::remove(in);
   std::filesystem::remove(out);
 }
