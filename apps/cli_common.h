@@ -43,7 +43,7 @@ struct EngineFlags {
   std::string kv_cache_memory;          // e.g. "64MiB"; overrides ctx_size
   std::string kv_cache_dtype = "auto";  // auto, f16, bf16, f32, int8 or fp8
   std::string f16_matmul = "auto";      // --f16-matmul: auto (bf16 / int16 per CPU) or f16 (exact weights)
-  std::string quantize;                 // load-time quantization (q8_0, q5_1, q5_0, q4_1, q4_0, q5_k, q4_k); empty: none
+  std::string quantize;                 // --quantize: load-time quantization type; empty: none
   std::string device = "cpu";           // --device: a backend_names() entry
   bool check_tensors = false;           // --check-tensors: every weight value checked for Inf/NaN at load
   ParallelOptions parallel;             // --tensor-parallel-size, --pipeline-parallel-size, --pp-layer-split
