@@ -54,7 +54,9 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
       ->check(CLI::IsMember({"auto", "f16"}))
       ->capture_default_str()
       ->group(kGroupEngine);
-  app.add_option("--quantize", f.quantize, "Quantize the weight matrices at load time")
+  app.add_option("--quantize", f.quantize,
+                 "Requantize the weight matrices at load time (all but the token embedding; a matrix whose rows "
+                 "do not fit the type's block, 32 or 256 for q5_k/q4_k, keeps its type, with a note)")
       ->check(CLI::IsMember({"q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "q5_k", "q4_k"}))
       ->group(kGroupModel);
   app.add_flag("--check-tensors", f.check_tensors,
@@ -186,6 +188,18 @@ Result<std::unique_ptr<Engine>> load_engine(const EngineOptions& o) {
   }
   auto engine = Engine::create(o);
   if (loading && engine.ok()) loading->finish();
+  if (engine.ok() && !o.quantize.empty()) {
+    // Load-time quantization skips what does not fit: say so rather than
+    // run the model as stored without a word.
+    const ModelInfo& m = (*engine)->model_info();
+    if (m.quantized_matrices < m.quantize_candidates) {
+      fmt::print(stderr,
+                 "tessera: note: --quantize {}: {} of {} weight matrices requantized; the others keep their type "
+                 "(row length not a multiple of the type's block of {} elements, or already {})\n",
+                 o.quantize, m.quantized_matrices, m.quantize_candidates,
+                 o.quantize == "q4_k" || o.quantize == "q5_k" ? 256 : 32, o.quantize);
+    }
+  }
   return engine;
 }
 

@@ -74,6 +74,13 @@ struct ModelInfo {
   int32_t n_kv_heads = 0;  // key/value heads (GQA: n_heads is a multiple)
   int32_t head_dim = 0;
   uint64_t weight_bytes = 0;  // bytes of the weight matrices as the backend runs them (what decode reads per step)
+  // With EngineOptions::quantize: the weight matrices requantized at load,
+  // of those considered (the output and every layer's seven; the token
+  // embedding never is). A matrix whose row length is not a multiple of the
+  // type's block (32, or 256 for q4_k / q5_k), or that already has the
+  // type, keeps its own. Both 0 without quantize.
+  int32_t quantized_matrices = 0;
+  int32_t quantize_candidates = 0;
 };
 
 // The paged KV cache the engine allocated (architecture.md "The KV cache").

@@ -97,6 +97,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
                           ? static_cast<uint64_t>(static_cast<double>(impl->model->weights().matrix_bytes()) *
                                                   static_cast<double>(read) / static_cast<double>(shard_file))
                           : read;
+  info.quantized_matrices = impl->model->quantized_matrices();
+  info.quantize_candidates = impl->model->quantize_candidates();
   const KvCacheSpec& spec = impl->core->kv_spec();
   impl->kv = KvCacheInfo{kv_dtype_name(spec.dtype), spec.num_blocks,        spec.block_size,
                          spec.capacity_tokens(),    spec.bytes_per_token(), spec.total_bytes()};

@@ -13,8 +13,9 @@
 #include "model/hf_config.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
-#include "tokenizer/tokenizer.h"
+#include "model/quantize_model.h"
 #include "tessera/status.h"
+#include "tokenizer/tokenizer.h"
 
 namespace tessera {
 
@@ -53,6 +54,10 @@ class Model {
   bool is_eog(int32_t id) const;
   // Every end-of-generation id (for suppressing them before min_tokens).
   const std::vector<int32_t>& eog_ids() const { return eog_ids_; }
+  // Load-time quantization (LoadOptions::quantize): the matrices it
+  // requantized and those it considered; both 0 without it.
+  int32_t quantized_matrices() const { return quantized_.n_quantized(); }
+  int32_t quantize_candidates() const { return quantized_.n_considered; }
 
  private:
   Model() = default;
@@ -67,7 +72,7 @@ class Model {
   std::unique_ptr<Tokenizer> tokenizer_;
   GenerationDefaults generation_;
   std::vector<int32_t> eog_ids_;
-  std::vector<std::vector<uint8_t>> quantized_;  // matrices requantized at load time
+  QuantizedWeights quantized_;  // matrices requantized at load time
 };
 
 }  // namespace tessera

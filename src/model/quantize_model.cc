@@ -264,10 +264,12 @@ Result<QuantizeSummary> quantize_model(const std::string& in_path, const std::st
   return summary;
 }
 
-std::vector<std::vector<uint8_t>> quantize_weights(ModelWeights& weights, DType t) {
-  std::vector<std::vector<uint8_t>> storage;
+QuantizedWeights quantize_weights(ModelWeights& weights, DType t) {
+  QuantizedWeights q;
+  std::vector<std::vector<uint8_t>>& storage = q.storage;
   ThreadPool pool(cpu_features().physical_cores);
   auto quantize = [&](WeightView& m) {
+    ++q.n_considered;
     if (m.dtype == t || m.cols % dtype_block_elems(t) != 0) return;
     std::vector<uint8_t> out(static_cast<size_t>(m.rows) * dtype_row_bytes(t, m.cols));  // [rows, row bytes]
     const size_t in_row = dtype_row_bytes(m.dtype, m.cols), out_row = dtype_row_bytes(t, m.cols);
@@ -286,7 +288,7 @@ std::vector<std::vector<uint8_t>> quantize_weights(ModelWeights& weights, DType 
   for (LayerWeights& l : weights.layers) {
     for (WeightView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) quantize(*m);
   }
-  return storage;
+  return q;
 }
 
 }  // namespace tessera

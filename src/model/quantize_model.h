@@ -69,10 +69,19 @@ Result<QuantizeSummary> quantize_model(const std::string& in_path, const std::st
                                        const QuantScheme& scheme, ThreadPool& pool,
                                        const QuantizeProgress& progress = nullptr);
 
+// What load-time quantization did: the requantized matrices' bytes (one
+// buffer per matrix, which must outlive the weights pointing at them) and
+// how many matrix views it considered (the output and every layer's seven).
+struct QuantizedWeights {
+  std::vector<std::vector<uint8_t>> storage;
+  int32_t n_considered = 0;
+  int32_t n_quantized() const { return static_cast<int32_t>(storage.size()); }
+};
+
 // Load-time quantization: requantizes every matrix view of `weights` except
 // token_embd to `t` (views whose row length does not fit the block size,
 // or that already are `t`, are left alone), pointing the views at the
-// returned buffers, which the caller must keep alive as long as `weights`.
-std::vector<std::vector<uint8_t>> quantize_weights(ModelWeights& weights, DType t);
+// returned buffers.
+QuantizedWeights quantize_weights(ModelWeights& weights, DType t);
 
 }  // namespace tessera

@@ -82,10 +82,22 @@ TEST(PublicApi, GenerateAndModelFacts) {
     ASSERT_TRUE(f32.ok()) << f32.status().to_string();
     EXPECT_EQ((*f32)->kv_cache_info().dtype, "f32");
     EXPECT_EQ((*f32)->kv_cache_info().bytes_per_token, 1280u);
+    EXPECT_EQ((*f32)->model_info().quantize_candidates, 0);
     o.quantize = "q8_0";  // quantized weights: f16
     auto q8 = Engine::create(o);
     ASSERT_TRUE(q8.ok()) << q8.status().to_string();
     EXPECT_EQ((*q8)->kv_cache_info().dtype, "f16");
+    // The output and 5 layers x 7 matrices considered; the 5 ffn_down
+    // (172 columns) do not fit 32-element blocks.
+    EXPECT_EQ((*q8)->model_info().quantize_candidates, 36);
+    EXPECT_EQ((*q8)->model_info().quantized_matrices, 31);
+    // K-quants need rows of 256: none of stories260K's fit, nothing changes.
+    o.quantize = "q5_k";
+    auto q5k = Engine::create(o);
+    ASSERT_TRUE(q5k.ok()) << q5k.status().to_string();
+    EXPECT_EQ((*q5k)->model_info().quantize_candidates, 36);
+    EXPECT_EQ((*q5k)->model_info().quantized_matrices, 0);
+    EXPECT_EQ((*q5k)->model_info().weight_bytes, (*f32)->model_info().weight_bytes);
     // The other load-time types: each matrix that fits 32-element blocks
     // takes the type's block size (Q4_1 20, Q5_0 22, Q5_1 24 bytes per 32
     // weights; ffn_down's 172 columns stay f32), so the weight bytes step by
