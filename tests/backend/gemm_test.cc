@@ -43,11 +43,6 @@ bool is_quant(DType t) {
          t == DType::kQ5_0 || t == DType::kQ5_1 || t == DType::kQ2_K || t == DType::kQ3_K || t == DType::kQ5_K;
 }
 
-// The K-quants whose tiles read GGUF rows against plain Q8_K rows.
-bool reads_q8k_rows(DType t) {
-  return t == DType::kQ6_K || t == DType::kQ2_K || t == DType::kQ3_K;
-}
-
 // The super-block formats (rows a multiple of 256 elements).
 bool is_k_quant(DType t) {
   return t == DType::kQ4_K || t == DType::kQ5_K || reads_q8k_rows(t);

@@ -113,7 +113,8 @@ struct GemmKernels {
   // The prefill tile (more than one token) of each quantized type, at most
   // quant_rows × quant_tokens: the shape whose integer sums, unpacked
   // weights and activations fit the registers (Q4_K keeps two sums per
-  // element). Decode takes tiles of up to quant_rows rows of one token.
+  // element). Decode takes tiles of up to quant_rows rows of one token
+  // (Q5_K / Q6_K: their decode rows). quant_tile_shape picks from these.
   int q4_k_rows, q4_k_tokens;
   int q5_k_rows, q5_k_tokens;
   int q8_0_rows, q8_0_tokens;
@@ -243,8 +244,7 @@ struct GemmKernels {
 };
 
 // g's x16 tile kernel for a 32-element format (Q8_0, Q4_0, Q4_1, Q5_0,
-// Q5_1), and its Q8_K-row tile for Q6_K / Q2_K / Q3_K; null for other types
-// or where g has none.
+// Q5_1); null for other types or where g has none.
 inline decltype(GemmKernels::tile_q4_0) x16_tile(const GemmKernels& g, DType t) {
   switch (t) {
     case DType::kQ8_0:
@@ -273,6 +273,9 @@ inline decltype(GemmKernels::tile_q4_k) k_x16_tile(const GemmKernels& g, DType t
       return nullptr;
   }
 }
+// g's tile for the super-block formats that stay in the GGUF layout and
+// read plain Q8_K rows (Q6_K, Q2_K, Q3_K); null for other types or where g
+// has none.
 inline decltype(GemmKernels::tile_q6_k) q8k_tile(const GemmKernels& g, DType t) {
   switch (t) {
     case DType::kQ6_K:
@@ -291,9 +294,6 @@ inline decltype(GemmKernels::tile_q6_k) q8k_tile(const GemmKernels& g, DType t) 
 // prepare_matrix keeps its GGUF layout.
 inline bool has_tile(const GemmKernels& g, DType t) {
   switch (t) {
-    case DType::kQ4_K:
-    case DType::kQ5_K:
-      return k_x16_tile(g, t) != nullptr;
     case DType::kF32:
       return g.tile_f32 != nullptr;
     case DType::kF16:
@@ -301,7 +301,41 @@ inline bool has_tile(const GemmKernels& g, DType t) {
     case DType::kBF16:
       return g.tile_bf16 != nullptr;
     default:
-      return x16_tile(g, t) != nullptr || q8k_tile(g, t) != nullptr;
+      return x16_tile(g, t) != nullptr || k_x16_tile(g, t) != nullptr || q8k_tile(g, t) != nullptr;
+  }
+}
+
+// Whether the tiles for weights of type t read plain Q8_K rows (the GGUF
+// layout's super-block formats, as their dot products do) rather than
+// packed activations.
+inline bool reads_q8k_rows(DType t) {
+  return t == DType::kQ6_K || t == DType::kQ2_K || t == DType::kQ3_K;
+}
+
+// The tile shape matmul calls a quantized type's kernel with: the type's
+// prefill tile, whose rows become quant_rows (Q5_K / Q6_K: their decode
+// rows) for one token.
+struct TileShape {
+  int rows, tokens;
+};
+inline TileShape quant_tile_shape(const GemmKernels& g, DType t, int64_t n_tokens) {
+  auto shape = [&](int rows, int tokens, int decode_rows) {
+    return TileShape{n_tokens == 1 ? decode_rows : rows, tokens};
+  };
+  switch (t) {
+    case DType::kQ8_0:
+      return shape(g.q8_0_rows, g.q8_0_tokens, g.quant_rows);
+    case DType::kQ4_K:
+      return shape(g.q4_k_rows, g.q4_k_tokens, g.quant_rows);
+    case DType::kQ5_K:
+      return shape(g.q5_k_rows, g.q5_k_tokens, g.q5_k_decode_rows);
+    case DType::kQ6_K:
+      return shape(g.q6_k_rows, g.q6_k_tokens, g.q6_k_decode_rows);
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+      return shape(g.q23_k_rows, g.q23_k_tokens, g.quant_rows);
+    default:  // Q4_0, and Q4_1 / Q5_0 / Q5_1 with Q4_0's shapes
+      return shape(g.q4_0_rows, g.q4_0_tokens, g.quant_rows);
   }
 }
 

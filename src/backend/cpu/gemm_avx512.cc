@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/gemm_i16_ref.h"
@@ -372,16 +373,11 @@ Q4KScales load_q4_k_scales(const uint8_t* p, int blocks) {
   return g;
 }
 
-// Bytes per super-block of a group before its quant words: d, dmin and
-// the lane entries (16), and for Q5_K the lanes' fifth-bit words (32).
-template <bool kFive>
-constexpr int kKQuantsAt = kFive ? 48 : 16;
-
 // Quant word k (of 8) of a row's group of `blocks` super-blocks at p: lane
 // L holds bytes 4k..4k+3 of chunk L's 32 (lanes past 4 * blocks zero).
 template <bool kFive>
 __m512i load_k_word(const uint8_t* p, int blocks, int k) {
-  const uint8_t* q = p + kKQuantsAt<kFive> * blocks;
+  const uint8_t* q = p + x16_k_head_bytes(kFive) * blocks;
   if (blocks == kX16SuperBlocks) return _mm512_loadu_si512(q + 64 * k);
   const int lanes = 4 * blocks;
   return _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << lanes) - 1u), q + 4 * lanes * k);
@@ -426,8 +422,9 @@ struct KGroup {
 
 // Q4_K / Q5_K: per lane the two sub-blocks' integer dot products, then
 // q4_k_group_step.
-template <bool kFive>
+template <bool kFive_>
 struct KX16Rows {
+  static constexpr bool kFive = kFive_;
   static constexpr int kBlockBytes = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
   static constexpr int kBlockElems = kSuperBlockElems;
   static constexpr int kGroupBlocks = kX16SuperBlocks;
@@ -480,6 +477,11 @@ void tile_k_x16_words(const uint8_t* w, int64_t w_stride, const PackedQ8KGroup* 
         for (int t = 0; t < T; ++t) sums[h][r][t] = _mm512_setzero_si512();
       }
     }
+    __m512i qh[R][2];  // Q5_K: each row's fifth-bit words of both sub-blocks
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      for (int h = 0; h < 2; ++h) qh[r][h] = kFive ? load_q5_k_high(group(r), blocks, h) : _mm512_setzero_si512();
+    }
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) {
       __m512i wv[R];
@@ -489,10 +491,7 @@ void tile_k_x16_words(const uint8_t* w, int64_t w_stride, const PackedQ8KGroup* 
       for (int h = 0; h < 2; ++h) {
         __m512i part[R];
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const __m512i qh = kFive ? load_q5_k_high(group(r), blocks, h) : _mm512_setzero_si512();
-          part[r] = k_part<kFive>(wv[r], qh, k, h);
-        }
+        for (int r = 0; r < R; ++r) part[r] = k_part<kFive>(wv[r], qh[r][h], k, h);
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
           const __m512i xv = _mm512_load_si512(h == 0 ? xt[t][g].lo[k] : xt[t][g].hi[k]);
@@ -655,47 +654,34 @@ using QuantQ6KFn = void (*)(const uint8_t*, int64_t, const BlockQ8_K*, int64_t, 
 using FloatFn32 = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t);
 using FloatFn16 = void (*)(const uint16_t*, int64_t, const float*, int64_t, int64_t, float*, int64_t);
 
-// The 32-element formats: tile_quant for one token, tile_x16_words for more.
+// The x16 formats: tile_quant for one token; for more, word by word over
+// the tile (tile_k_x16_words for Q4_K / Q5_K, tile_x16_words for the
+// 32-element formats).
 template <typename Rows>
 struct X16Inst {
   template <int R, int T>
   struct Of {
-    static void run(const uint8_t* w, int64_t ws, const PackedQ8x16Group* x, int64_t xs, int64_t n, float* y,
+    static void run(const uint8_t* w, int64_t ws, const typename Rows::Act* x, int64_t xs, int64_t n, float* y,
                     int64_t ys) {
       if constexpr (T == 1) {
         tile_quant<Rows, R, T>(w, ws, x, xs, n, y, ys);
+      } else if constexpr (std::is_same_v<typename Rows::Act, PackedQ8KGroup>) {
+        tile_k_x16_words<Rows::kFive, R, T>(w, ws, x, xs, n, y, ys);
       } else {
         tile_x16_words<Rows, R, T>(w, ws, x, xs, n, y, ys);
       }
     }
   };
 };
-// Q4_K / Q5_K: tile_quant for one token, tile_k_x16_words for more.
-template <bool kFive>
-struct KX16Inst {
+// Q2_K / Q3_K: q23_k.inc's row tile.
+template <typename Unpacked, typename Block>
+struct K23Inst {
   template <int R, int T>
   struct Of {
-    static void run(const uint8_t* w, int64_t ws, const PackedQ8KGroup* x, int64_t xs, int64_t n, float* y,
-                    int64_t ys) {
-      if constexpr (T == 1) {
-        tile_quant<KX16Rows<kFive>, R, T>(w, ws, x, xs, n, y, ys);
-      } else {
-        tile_k_x16_words<kFive, R, T>(w, ws, x, xs, n, y, ys);
-      }
+    static void run(const uint8_t* w, int64_t ws, const BlockQ8_K* x, int64_t xs, int64_t n, float* y, int64_t ys) {
+      k23_tile<Unpacked, Block, R, T>(w, ws, x, xs, n, y, ys);
     }
   };
-};
-template <int R, int T>
-struct Q2KInst {
-  static void run(const uint8_t* w, int64_t ws, const BlockQ8_K* x, int64_t xs, int64_t n, float* y, int64_t ys) {
-    k23_tile<Q2KUnpacked, BlockQ2_K, R, T>(w, ws, x, xs, n, y, ys);
-  }
-};
-template <int R, int T>
-struct Q3KInst {
-  static void run(const uint8_t* w, int64_t ws, const BlockQ8_K* x, int64_t xs, int64_t n, float* y, int64_t ys) {
-    k23_tile<Q3KUnpacked, BlockQ3_K, R, T>(w, ws, x, xs, n, y, ys);
-  }
 };
 template <int R, int T>
 struct Q6KInst {
@@ -727,11 +713,11 @@ constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q4Rows>::Of> kQ4
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q41Rows>::Of> kQ41Tiles{};
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q50Rows>::Of> kQ50Tiles{};
 constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q51Rows>::Of> kQ51Tiles{};
-constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, KX16Inst<false>::Of> kQ4KTiles{};
-constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, KX16Inst<true>::Of> kQ5KTiles{};
+constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, X16Inst<KX16Rows<false>>::Of> kQ4KTiles{};
+constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, X16Inst<KX16Rows<true>>::Of> kQ5KTiles{};
 constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, Q6KInst> kQ6KTiles{};
-constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, Q2KInst> kQ2KTiles{};
-constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, Q3KInst> kQ3KTiles{};
+constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, K23Inst<Q2KUnpacked, BlockQ2_K>::Of> kQ2KTiles{};
+constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, K23Inst<Q3KUnpacked, BlockQ3_K>::Of> kQ3KTiles{};
 constexpr ShapeTable<FloatFn32, kFloatRows, kFloatTokens, F32Inst> kF32Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, F16Inst> kF16Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, BF16Inst> kBF16Tiles{};

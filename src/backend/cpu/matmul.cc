@@ -322,14 +322,12 @@ void i16_panel_rows(const GemmKernels& g, const MatrixView& w, const uint8_t* x,
               });
 }
 
-// Float and Q6_K weights in any layout where the set has their tile (Q6_K's
-// reads GGUF rows); the x16 types (Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q4_K / Q5_K)
-// once prepare_matrix has put them in the x16 layout (a kernel table without
-// their tile kernels reads GGUF rows).
+// Float weights and the GGUF-layout super-block types (Q6_K / Q2_K / Q3_K,
+// reads_q8k_rows) in any layout where the set has their tile; the x16 types (Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q4_K /
+// Q5_K) once prepare_matrix has put them in the x16 layout (a kernel table without their tile kernels reads GGUF rows).
 bool has_tile_kernel(const GemmKernels& g, const MatrixView& w) {
   if (w.layout != WeightLayout::kGguf) return true;  // x16, bf16 or int16 panels
-  return (w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16 || w.dtype == DType::kQ6_K ||
-          w.dtype == DType::kQ2_K || w.dtype == DType::kQ3_K) &&
+  return (w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16 || reads_q8k_rows(w.dtype)) &&
          has_tile(g, w.dtype);
 }
 
@@ -431,7 +429,7 @@ Activations prepare_activations(ThreadPool& pool, const Kernels& k, DType w_dtyp
   // One row of x into `out`, in the form the weight's kernels take.
   const int32_t offset = x16_act_offset(w_dtype);
   // The Q6_K / Q2_K / Q3_K tiles read plain Q8_K rows, like their dot products.
-  const bool packed = tiled && w_dtype != DType::kQ6_K && w_dtype != DType::kQ2_K && w_dtype != DType::kQ3_K;
+  const bool packed = tiled && !reads_q8k_rows(w_dtype);
   auto quantize = [&](const float* xt, uint8_t* out) {
     if (packed && act == DType::kQ8_K) {
       k.gemm->pack_q8k(xt, reinterpret_cast<PackedQ8KGroup*>(out), cols);
@@ -467,41 +465,27 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
       i16_panel_rows(g, w, x.data, x.row_bytes, n_tokens, y, r0, r1, k.decode_streams);
       return;
     }
+    const TileShape shape = quant_tile_shape(g, w.dtype, n_tokens);  // (quantized types)
     switch (w.dtype) {
       case DType::kQ8_0:
-        tiled_rows<uint8_t, PackedQ8x16Group>(g.tile_q8_0, n_tokens == 1 ? g.quant_rows : g.q8_0_rows, g.q8_0_tokens,
-                                              wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1,
-                                              k.decode_streams);
-        return;
       case DType::kQ4_0:
       case DType::kQ4_1:
       case DType::kQ5_0:
-      case DType::kQ5_1:  // Q4_0's tile shapes (gemm.h)
-        tiled_rows<uint8_t, PackedQ8x16Group>(x16_tile(g, w.dtype), n_tokens == 1 ? g.quant_rows : g.q4_0_rows,
-                                              g.q4_0_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens,
-                                              y, r0, r1, k.decode_streams);
+      case DType::kQ5_1:
+        tiled_rows<uint8_t, PackedQ8x16Group>(x16_tile(g, w.dtype), shape.rows, shape.tokens, wb, w_row_bytes, x.data,
+                                              x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
       case DType::kQ4_K:
-      case DType::kQ5_K: {
-        const bool five = w.dtype == DType::kQ5_K;
-        tiled_rows<uint8_t, PackedQ8KGroup, false>(k_x16_tile(g, w.dtype),
-                                                   n_tokens == 1 ? (five ? g.q5_k_decode_rows : g.quant_rows)
-                                                   : five        ? g.q5_k_rows
-                                                                 : g.q4_k_rows,
-                                                   five ? g.q5_k_tokens : g.q4_k_tokens, wb, w_row_bytes, x.data,
-                                                   x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
-        return;
-      }
-      case DType::kQ2_K:
-      case DType::kQ3_K:
-        tiled_rows<uint8_t, BlockQ8_K, false>(q8k_tile(g, w.dtype), n_tokens == 1 ? g.quant_rows : g.q23_k_rows,
-                                              g.q23_k_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols, rows,
-                                              n_tokens, y, r0, r1, k.decode_streams);
+      case DType::kQ5_K:
+        tiled_rows<uint8_t, PackedQ8KGroup, false>(k_x16_tile(g, w.dtype), shape.rows, shape.tokens, wb, w_row_bytes,
+                                                   x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1,
+                                                   k.decode_streams);
         return;
       case DType::kQ6_K:
-        tiled_rows<uint8_t, BlockQ8_K, false>(g.tile_q6_k, n_tokens == 1 ? g.q6_k_decode_rows : g.q6_k_rows,
-                                              g.q6_k_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols, rows, n_tokens,
-                                              y, r0, r1, k.decode_streams);
+      case DType::kQ2_K:
+      case DType::kQ3_K:
+        tiled_rows<uint8_t, BlockQ8_K, false>(q8k_tile(g, w.dtype), shape.rows, shape.tokens, wb, w_row_bytes, x.data,
+                                              x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
         return;
       case DType::kF32:
         tiled_rows<float, float>(g.tile_f32, g.float_rows, g.float_tokens, wb, w_row_bytes, x.data, x.row_bytes, cols,

@@ -84,7 +84,7 @@ uint32_t q5_k_lane_bits(const uint8_t* qh, size_t c, size_t h) {
 void convert_row_q45_k(DType t, const uint8_t* src, uint8_t* dst, int64_t cols, bool to_x16) {
   const bool five = t == DType::kQ5_K;
   const size_t kBlock = dtype_block_bytes(t);
-  const size_t quants_at = five ? 48 : 16;  // in a GGUF block: after d, dmin, scales (and qh)
+  const size_t quants_at = x16_k_head_bytes(five);  // in a GGUF block and per super-block of an x16 group
   const int64_t nb = cols / kSuperBlockElems;
   for (int64_t b0 = 0; b0 < nb; b0 += kX16SuperBlocks) {
     const auto g = static_cast<size_t>(std::min<int64_t>(kX16SuperBlocks, nb - b0));

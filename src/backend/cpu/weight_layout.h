@@ -140,6 +140,13 @@ void repack_rows_as_i16_panel(DType t, const uint16_t* src, int16_t* dst, float*
 // Blocks per interleaved group (Q4_0, Q8_0, ...) and super-blocks per group (Q4_K, Q5_K).
 inline constexpr int kX16Blocks = 16;
 inline constexpr int kX16SuperBlocks = 4;
+// Bytes per super-block of a Q4_K / Q5_K x16 group before its quant words
+// (d, dmin, the lane entries; Q5_K: its lanes' fifth-bit words), which
+// are also the bytes before qs in a GGUF block: a group of g super-blocks
+// has its quant words at x16_k_head_bytes(five) * g.
+inline constexpr int x16_k_head_bytes(bool five) {
+  return five ? 48 : 16;
+}
 
 // Whether dtype t has an x16 layout (Q4_0, Q8_0, Q4_K, Q4_1, Q5_0, Q5_1, Q5_K).
 bool has_x16_layout(DType t);
