@@ -37,7 +37,8 @@ namespace {
 // reads no environment; this benchmark does, as the CLI does).
 // TESSERA_BENCH_TILE=RxT (this benchmark only) replaces the quantized
 // prefill tile shape of Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, Q2_K and Q3_K (R <= quant_rows, T <=
-// quant_tokens), to compare shapes in one binary.
+// quant_tokens), to compare shapes in one binary; TESSERA_BENCH_DECODE_ROWS=R
+// (R <= quant_rows) the decode rows of Q5_K, Q6_K and Q3_K.
 // The table is the engine's (kernels_with), so widen_half_rows follows the
 // CPU; TESSERA_BENCH_WIDEN=0 or 1 (this benchmark only) overrides it.
 // TESSERA_BENCH_NO_BF16=1 (this benchmark only) takes the tile kernels of
@@ -78,9 +79,17 @@ const Kernels& bench_kernels() {
     if (out.gemm != nullptr && tile != nullptr && std::sscanf(tile, "%dx%d", &r, &t) == 2 && r >= 1 &&
         r <= out.gemm->quant_rows && t >= 1 && t <= out.gemm->quant_tokens) {
       gemm = *out.gemm;
-      gemm.q8_0_rows = gemm.q4_0_rows = gemm.q4_k_rows = gemm.q5_k_rows = gemm.q6_k_rows = gemm.q23_k_rows = r;
-      gemm.q8_0_tokens = gemm.q4_0_tokens = gemm.q4_k_tokens = gemm.q5_k_tokens = gemm.q6_k_tokens = gemm.q23_k_tokens =
-          t;
+      gemm.q8_0_rows = gemm.q4_0_rows = gemm.q4_k_rows = gemm.q5_k_rows = gemm.q6_k_rows = gemm.q2_k_rows =
+          gemm.q3_k_rows = r;
+      gemm.q8_0_tokens = gemm.q4_0_tokens = gemm.q4_k_tokens = gemm.q5_k_tokens = gemm.q6_k_tokens = gemm.q2_k_tokens =
+          gemm.q3_k_tokens = t;
+      out.gemm = &gemm;
+    }
+    const char* decode_rows = std::getenv("TESSERA_BENCH_DECODE_ROWS");
+    if (out.gemm != nullptr && decode_rows != nullptr && std::sscanf(decode_rows, "%d", &r) == 1 && r >= 1 &&
+        r <= out.gemm->quant_rows) {
+      if (out.gemm != &gemm) gemm = *out.gemm;
+      gemm.q5_k_decode_rows = gemm.q6_k_decode_rows = gemm.q3_k_decode_rows = r;
       out.gemm = &gemm;
     }
     return out;

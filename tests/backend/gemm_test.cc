@@ -43,9 +43,14 @@ bool is_quant(DType t) {
          t == DType::kQ5_0 || t == DType::kQ5_1 || t == DType::kQ2_K || t == DType::kQ3_K || t == DType::kQ5_K;
 }
 
+// The x16 super-block formats (packed Q8_K activations, pack_q8k).
+bool is_k_x16(DType t) {
+  return t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ3_K;
+}
+
 // The super-block formats (rows a multiple of 256 elements).
 bool is_k_quant(DType t) {
-  return t == DType::kQ4_K || t == DType::kQ5_K || reads_q8k_rows(t);
+  return is_k_x16(t) || reads_q8k_rows(t);
 }
 
 Problem make_problem(DType t, int64_t rows, int64_t tokens, int64_t n, uint32_t seed) {
@@ -93,7 +98,7 @@ Activations make_activations(const GemmKernels& g, const Problem& p) {
     for (int64_t k = 0; k < p.tokens; ++k) quantize_row(DType::kQ8_K, p.x.data() + k * p.n, a.q8k.data() + k * nb, p.n);
     a.data = a.q8k.data();
     a.stride = nb * static_cast<int64_t>(sizeof(BlockQ8_K));
-  } else if (p.dtype == DType::kQ4_K || p.dtype == DType::kQ5_K) {
+  } else if (is_k_x16(p.dtype)) {
     const size_t row_bytes = packed_q8k_row_bytes(p.n);
     const size_t groups = row_bytes / sizeof(PackedQ8KGroup);
     a.packed_k.resize(groups * static_cast<size_t>(p.tokens));
@@ -132,11 +137,11 @@ void run_tile(const GemmKernels& g, const Problem& p, const Activations& a, int6
       break;
     case DType::kQ4_K:
     case DType::kQ5_K:
+    case DType::kQ3_K:
       k_x16_tile(g, p.dtype)(w, ws, rows, static_cast<const PackedQ8KGroup*>(x), a.stride, tokens, p.n, out, p.rows);
       break;
     case DType::kQ6_K:
     case DType::kQ2_K:
-    case DType::kQ3_K:
       q8k_tile(g, p.dtype)(w, ws, rows, static_cast<const BlockQ8_K*>(x), a.stride, tokens, p.n, out, p.rows);
       break;
     case DType::kF32:
@@ -221,6 +226,11 @@ TEST(Gemm, TileShapesAreBitIdenticalAndAccurate) {
     ASSERT_TRUE(g->q6_k_rows >= 1 && g->q6_k_rows <= g->quant_rows);
     ASSERT_TRUE(g->q5_k_decode_rows >= 1 && g->q5_k_decode_rows <= g->quant_rows);
     ASSERT_TRUE(g->q6_k_decode_rows >= 1 && g->q6_k_decode_rows <= g->quant_rows);
+    ASSERT_TRUE(g->q3_k_decode_rows >= 1 && g->q3_k_decode_rows <= g->quant_rows);
+    ASSERT_TRUE(g->q2_k_rows >= 1 && g->q2_k_rows <= g->quant_rows);
+    ASSERT_TRUE(g->q2_k_tokens >= 1 && g->q2_k_tokens <= g->quant_tokens);
+    ASSERT_TRUE(g->q3_k_rows >= 1 && g->q3_k_rows <= g->quant_rows);
+    ASSERT_TRUE(g->q3_k_tokens >= 1 && g->q3_k_tokens <= g->quant_tokens);
     ASSERT_TRUE(g->q6_k_tokens >= 1 && g->q6_k_tokens <= g->quant_tokens);
     uint32_t seed = 7;
     for (DType t : kTypes) {
@@ -397,11 +407,13 @@ TEST(Gemm, Q6KTileMatchesDotProductBits) {
   if (!any) GTEST_SKIP() << "no ISA with a Q6_K tile kernel on this CPU";
 }
 
-// The Q2_K and Q3_K tiles (each row's super-block unpacked once for all
-// tokens) against the dot products they share their steps with, bit for
-// bit, in every tile shape: random bytes (all codes and scale bits), scales
-// and minima 2^-k.
-TEST(Gemm, Q2KQ3KTilesMatchDotProductBits) {
+// The Q2_K tile (each row's super-block unpacked once for all tokens)
+// against the dot product it shares its steps with, bit for bit, in every
+// tile shape; the Q3_K tile (x16) against dot_q3_k to 1e-6 of sum|w * x|
+// (the same exact integers per sub-block, summed in another float order),
+// each of its shapes bit for bit against its 1 x 1 tile. Random bytes (all
+// codes and scale bits), scales and minima 2^-k.
+TEST(Gemm, Q2KQ3KTilesMatchDotProducts) {
   bool any = false;
   for (Isa isa : supported_isas()) {
     const Kernels& k = kernels_for(isa);
@@ -430,21 +442,39 @@ TEST(Gemm, Q2KQ3KTilesMatchDotProductBits) {
           }
         }
         p.x = random_floats(tokens * n, static_cast<uint32_t>(nb) + 70, 3.0f);
-        const Activations a = make_activations(g, p);
+        std::vector<BlockQ8_K> xq(static_cast<size_t>(nb * tokens));
+        for (int64_t tk = 0; tk < tokens; ++tk) k.quant->quantize_row_q8_k(p.x.data() + tk * n, xq.data() + tk * nb, n);
         std::vector<float> want(static_cast<size_t>(rows * tokens));  // [tokens, rows]
+        std::vector<double> scale(want.size());                       // sum |w * x|
+        std::vector<float> wf(static_cast<size_t>(n)), xf(static_cast<size_t>(n));
         for (int64_t tk = 0; tk < tokens; ++tk) {
+          const BlockQ8_K* xr = xq.data() + tk * nb;
+          dequantize_row(DType::kQ8_K, xr, xf.data(), n);
           for (int64_t r = 0; r < rows; ++r) {
             const uint8_t* wr = p.w.data() + static_cast<size_t>(r) * p.w_row_bytes;
-            const BlockQ8_K* xr = a.q8k.data() + tk * nb;
-            want[static_cast<size_t>(tk * rows + r)] =
-                t == DType::kQ2_K ? k.quant->dot_q2_k(reinterpret_cast<const BlockQ2_K*>(wr), xr, n)
-                                  : k.quant->dot_q3_k(reinterpret_cast<const BlockQ3_K*>(wr), xr, n);
+            const auto at = static_cast<size_t>(tk * rows + r);
+            want[at] = t == DType::kQ2_K ? k.quant->dot_q2_k(reinterpret_cast<const BlockQ2_K*>(wr), xr, n)
+                                         : k.quant->dot_q3_k(reinterpret_cast<const BlockQ3_K*>(wr), xr, n);
+            dequantize_row(t, wr, wf.data(), n);
+            for (int64_t i = 0; i < n; ++i)
+              scale[at] += std::fabs(double{wf[static_cast<size_t>(i)]} * xf[static_cast<size_t>(i)]);
           }
+        }
+        if (has_x16_layout(t)) {
+          const std::vector<uint8_t> gguf = p.w;
+          repack_rows_x16(t, gguf.data(), p.w.data(), rows, n);
+        }
+        const Activations a = make_activations(g, p);
+        const std::vector<float> one = run_with_shape(g, p, a, 1, 1);
+        if (t == DType::kQ2_K) {
+          ASSERT_EQ(0, std::memcmp(one.data(), want.data(), one.size() * sizeof(float)));
+        } else {
+          for (size_t i = 0; i < one.size(); ++i) ASSERT_NEAR(one[i], want[i], 1e-6 * scale[i]) << "element " << i;
         }
         for (int tr = 1; tr <= g.quant_rows; ++tr) {
           for (int tt = 1; tt <= g.quant_tokens; ++tt) {
             const std::vector<float> y = run_with_shape(g, p, a, tr, tt);
-            ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * sizeof(float))) << "tile " << tr << "x" << tt;
+            ASSERT_EQ(0, std::memcmp(y.data(), one.data(), y.size() * sizeof(float))) << "tile " << tr << "x" << tt;
           }
         }
       }
@@ -556,7 +586,7 @@ TEST(Gemm, ExtremeQuantsGiveExactIntegerSums) {
   if (!any) GTEST_SKIP() << "no ISA with quantized tile kernels on this CPU";
 }
 
-// The same for the x16 super-block formats Q4_K and Q5_K: quants 0 / 15
+// The same for the x16 super-block formats Q4_K, Q5_K (and Q3_K, below): quants 0 / 15
 // (Q4_K) and 0 / 31 (Q5_K) against activations ±127 and 0, with d = 1,
 // dmin = 0 and every sub-block scale 1, so that each output is the exact
 // integer sum. A Q5_K sub-block sum kept in s16 over more than four quant
@@ -603,6 +633,44 @@ TEST(Gemm, ExtremeKQuantsGiveExactIntegerSums) {
         repack_rows_x16(t, gguf.data(), p.w.data(), rows, n);
         expect_exact_integer_sums(*g, p, wq);
       }
+    }
+    // Q3_K: codes u = 0 / 7 (q = -4 / 3), d = 1, every fourth sub-block's
+    // scale at an end of its range (stored 0 / 63: -32 / +31), the others
+    // +-1 (|y| < 2^24 then): a sub-block sum that wrapped in s16 or a scale
+    // or offset taken from the wrong lane or sub-block would show.
+    if (!has_tile(*g, DType::kQ3_K)) continue;
+    for (int64_t n : {1024, 1280}) {
+      SCOPED_TRACE("q3_k n=" + std::to_string(n));
+      const DType t = DType::kQ3_K;
+      const int64_t rows = 2 * g->quant_rows + 1, tokens = 2 * g->quant_tokens + 1, nb = n / kSuperBlockElems;
+      Problem p{t, rows, tokens, n, {}, {}, {}, {}, dtype_row_bytes(t, n)};
+      std::vector<uint8_t> gguf(p.w_row_bytes * static_cast<size_t>(rows), 0);
+      std::vector<int32_t> wq(static_cast<size_t>(rows * n));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t b = 0; b < nb; ++b) {
+          auto& blk = reinterpret_cast<BlockQ3_K*>(gguf.data() + static_cast<size_t>(r) * p.w_row_bytes)[b];
+          blk.d = fp32_to_fp16(1.0f);
+          int sc[16];
+          for (int j = 0; j < 16; ++j) {
+            const bool odd = ((r + b + j / 4) & 1) != 0;
+            sc[j] = j % 4 == 0 ? (odd ? 63 : 0) : (odd ? 33 : 31);
+            // core/dtype.h: low 4 bits in scales[j % 8] (high nibble for j >= 8), high 2 in scales[8 + j % 4].
+            blk.scales[j % 8] = static_cast<uint8_t>(blk.scales[j % 8] | (sc[j] & 15) << (j < 8 ? 0 : 4));
+            blk.scales[8 + j % 4] = static_cast<uint8_t>(blk.scales[8 + j % 4] | (sc[j] >> 4) << (2 * (j / 4)));
+          }
+          for (int e = 0; e < kSuperBlockElems; ++e) {
+            const bool high = r % 3 == 0 || ((r + b + e / 8) & 1) == 0;
+            const int u = high ? 7 : 0;
+            const int h = e / 128, c = e % 128 / 32, l = e % 32;
+            blk.qs[32 * h + l] = static_cast<uint8_t>(blk.qs[32 * h + l] | (u & 3) << (2 * c));
+            blk.hmask[l] = static_cast<uint8_t>(blk.hmask[l] | (u >> 2) << (4 * h + c));
+            wq[static_cast<size_t>(r * n + b * kSuperBlockElems + e)] = (sc[e / 16] - 32) * (u - 4);
+          }
+        }
+      }
+      p.w.resize(gguf.size());
+      repack_rows_x16(t, gguf.data(), p.w.data(), rows, n);
+      expect_exact_integer_sums(*g, p, wq);
     }
   }
   if (!any) GTEST_SKIP() << "no ISA with Q4_K / Q5_K tile kernels on this CPU";

@@ -98,10 +98,60 @@ TEST(WeightLayout, HandWorkedQ5_KFifthBits) {
   EXPECT_EQ(back, gguf);
 }
 
+// A Q3_K row of two super-blocks (one group of g = 2, 8 lanes): d at 0,
+// the 8 lane entries at 4 (24 bytes), the quant words at 28. Element 70 of
+// super-block 0 (chunk 1: lane 1, element 6 of the chunk: word 1, byte 2)
+// has u = 6: low bits 2 at bits 2..3 of byte 2 of lane 1's word 0, third
+// bit 1 at bit 1 of byte 2 of lane 1's word 4. Element 255 of super-block
+// 1 (lane 7, element 63: word 15, byte 3) has u = 5: low bits 1 at bits
+// 6..7 of byte 3 of lane 7's word 3, third bit at bit 7 of byte 3 of lane
+// 7's word 5. Scale 5 of super-block 1 (stored 0x2a = 42) is sub-block 1
+// of lane 5: bits 6..11 of its entry.
+TEST(WeightLayout, HandWorkedQ3_KBits) {
+  std::vector<uint8_t> gguf(2 * sizeof(BlockQ3_K), 0);
+  auto* b = reinterpret_cast<BlockQ3_K*>(gguf.data());
+  // Element 128h + 32c + l: bits 2c of qs[32h + l], bit 4h + c of hmask[l].
+  b[0].qs[6] = 2 << 4;  // element 70 = 64 + 6: h 0, c 2, l 6
+  b[0].hmask[6] = 1 << 2;
+  b[1].qs[32 + 31] = 1 << 6;  // element 255: h 1, c 3, l 31
+  b[1].hmask[31] = 1 << 7;
+  b[1].scales[5] = 0x0a;        // low four bits of s_5 = 42
+  b[1].scales[8 + 1] = 2 << 2;  // its high two bits (j / 4 = 1)
+  b[0].d = 0x1234;
+  b[1].d = 0x5678;
+  std::vector<uint8_t> x16(gguf.size(), 0xee);
+  repack_rows_x16(DType::kQ3_K, gguf.data(), x16.data(), 1, 512);
+  EXPECT_EQ(x16[0] | x16[1] << 8, 0x1234);
+  EXPECT_EQ(x16[2] | x16[3] << 8, 0x5678);
+  for (size_t lane = 0; lane < 8; ++lane) {
+    const size_t at = 4 + 3 * lane;
+    const uint32_t e = uint32_t{x16[at]} | uint32_t{x16[at + 1]} << 8 | uint32_t{x16[at + 2]} << 16;
+    EXPECT_EQ(e, lane == 5 ? 42u << 6 : 0u) << "entry of lane " << lane;
+  }
+  // Byte i of word j of lane L.
+  auto byte = [&](size_t j, size_t lane, size_t i) { return x16[28 + 4 * (8 * j + lane) + i]; };
+  for (size_t j = 0; j < 6; ++j) {
+    for (size_t lane = 0; lane < 8; ++lane) {
+      for (size_t i = 0; i < 4; ++i) {
+        int want = 0;
+        if (lane == 1 && i == 2 && j == 0) want = 2 << 2;
+        if (lane == 1 && i == 2 && j == 4) want = 1 << 1;
+        if (lane == 7 && i == 3 && j == 3) want = 1 << 6;
+        if (lane == 7 && i == 3 && j == 5) want = 1 << 7;
+        EXPECT_EQ(byte(j, lane, i), want) << "word " << j << " lane " << lane << " byte " << i;
+      }
+    }
+  }
+  std::vector<uint8_t> back(gguf.size());
+  unpack_rows_x16(DType::kQ3_K, x16.data(), back.data(), 1, 512);
+  EXPECT_EQ(back, gguf);
+}
+
 // Repack then unpack gives the bytes back, for rows of whole groups, of a
 // short last group, and of one short group only; the repacked row differs.
 TEST(WeightLayout, RoundTrip) {
-  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ5_K}) {
+  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ5_K,
+                  DType::kQ3_K}) {
     const std::vector<int64_t> sizes = dtype_is_k_quant(t) ? std::vector<int64_t>{256, 768, 1024, 1280, 2304}
                                                            : std::vector<int64_t>{32, 96, 512, 544, 1024 + 480};
     for (int64_t cols : sizes) {
@@ -128,7 +178,7 @@ TEST(WeightLayout, PrepareMatrixRepacksOnlyForTileKernels) {
   ThreadPool pool(2);
   const int64_t rows = 5, cols = 544;
   for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kF16, DType::kQ4_1, DType::kQ5_0,
-                  DType::kQ5_1, DType::kQ5_K}) {
+                  DType::kQ5_1, DType::kQ5_K, DType::kQ3_K}) {
     const int64_t c = dtype_is_k_quant(t) ? 512 : cols;
     std::vector<uint8_t> bytes(dtype_row_bytes(t, c) * rows, 0x11);
     const MatrixView w{t, bytes.data(), rows, c};

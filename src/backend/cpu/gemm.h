@@ -15,12 +15,12 @@
 // 4 × 6 tile, and matmul's result for a token does not depend on which other
 // tokens share the call (the engine relies on this; see matmul.h).
 //
-// Quantized weights (Q8_0, Q4_0, Q4_K; Q4_1, Q5_0, Q5_1, Q5_K) come in the x16 layout
+// Quantized weights (Q8_0, Q4_0, Q4_K; Q4_1, Q5_0, Q5_1, Q5_K, Q3_K) come in the x16 layout
 // (weight_layout.h) and take activations in a packed format made from f32
 // by pack_q8x16 (Q8_0 blocks quantized exactly as
 // Kernels::quantize_row_q8_0, each group of sixteen blocks laid out like the
 // weights' group: PackedQ8x16Group) or pack_q8k (Q8_K blocks as
-// Kernels::quantize_row_q8_k, four per PackedQ8KGroup; for Q4_K / Q5_K). Q6_K, Q2_K and Q3_K weights stay in
+// Kernels::quantize_row_q8_k, four per PackedQ8KGroup; for Q4_K / Q5_K / Q3_K). Q6_K and Q2_K weights stay in
 // the GGUF layout and take plain Q8_K rows (QuantKernels::quantize_row_q8_k).
 // Float weights take f32 activations directly.
 #pragma once
@@ -46,17 +46,24 @@ struct alignas(64) PackedQ8x16Group {
 static_assert(sizeof(PackedQ8x16Group) == 640);
 
 // Four Q8_K activation blocks (1024 elements) laid out like a group of x16
-// Q4_K weights: lane L = 4s + c is chunk c (64 elements) of block s;
-// lo[k][4L + i] is quant 64c + 4k + i of block s (sub-block 2c), hi[k][4L + i]
-// quant 64c + 32 + 4k + i (sub-block 2c + 1).
+// Q4_K / Q5_K / Q3_K weights: lane L = 4s + c is chunk c (64 elements) of
+// block s; lo[k][4L + i] is quant 64c + 4k + i of block s (Q4_K's sub-block
+// 2c), hi[k][4L + i] quant 64c + 32 + 4k + i (sub-block 2c + 1). Quant word k
+// < 16 of a chunk (its elements 4k..4k+3, as Q3_K's x16 tile counts them)
+// is then lo[k] for k < 8 and hi[k - 8] above.
 struct alignas(64) PackedQ8KGroup {
   int8_t lo[8][64];
   int8_t hi[8][64];
   float d[16];       // lane L: block s's scale
   float sum_lo[16];  // lane L: sum of sub-block 2c's 32 quants (exact)
   float sum_hi[16];  // lane L: sum of sub-block 2c + 1's quants
+  // The sums of 16 quants (Q8_K's bsums) in vpmaddwd pairs: int32 lane L of
+  // bsums[h] holds those of elements 64c + 32h .. + 15 (low word) and
+  // 64c + 32h + 16 .. + 31 (high word), i.e. of the chunk's 16-element
+  // sub-blocks 2h and 2h + 1 (Q3_K's offset term).
+  int16_t bsums[2][32];
 };
-static_assert(sizeof(PackedQ8KGroup) == 1216);
+static_assert(sizeof(PackedQ8KGroup) == 1344);
 
 // Bytes of one packed Q8_K row of n elements (n % 256 == 0), the last group
 // zero-padded.
@@ -114,17 +121,18 @@ struct GemmKernels {
   // quant_rows × quant_tokens: the shape whose integer sums, unpacked
   // weights and activations fit the registers (Q4_K keeps two sums per
   // element). Decode takes tiles of up to quant_rows rows of one token
-  // (Q5_K / Q6_K: their decode rows). quant_tile_shape picks from these.
+  // (Q5_K / Q6_K / Q3_K: their decode rows). quant_tile_shape picks from these.
   int q4_k_rows, q4_k_tokens;
   int q5_k_rows, q5_k_tokens;
   int q8_0_rows, q8_0_tokens;
   int q4_0_rows, q4_0_tokens;
   int q6_k_rows, q6_k_tokens;
-  int q23_k_rows, q23_k_tokens;  // Q2_K and Q3_K
-  // Rows of the one-token (decode) tile of Q5_K and Q6_K, <= quant_rows
-  // (the other types take quant_rows): where unpacking a row takes most of
-  // the registers, four rows at once spill (AVX2).
-  int q5_k_decode_rows, q6_k_decode_rows;
+  int q2_k_rows, q2_k_tokens;
+  int q3_k_rows, q3_k_tokens;
+  // Rows of the one-token (decode) tile of Q5_K, Q6_K and Q3_K, <=
+  // quant_rows (the other types take quant_rows): where unpacking a row
+  // takes most of the registers, four rows at once spill (AVX2).
+  int q5_k_decode_rows, q6_k_decode_rows, q3_k_decode_rows;
 
   // x[n] f32 -> out[packed_q8x16_row_bytes(n)], 64-byte aligned; n % 32 == 0;
   // offset: x16_act_offset of the weights' type (kQ8Offset for Q8_0,
@@ -159,13 +167,20 @@ struct GemmKernels {
   // element bit-identical to the same ISA's QuantKernels::dot_q6_k.
   void (*tile_q6_k)(const uint8_t* w, int64_t w_stride, int rows, const BlockQ8_K* x, int64_t x_stride, int tokens,
                     int64_t n, float* y, int64_t y_stride);
-  // Q2_K / Q3_K: w in the GGUF layout, x rows of BlockQ8_K (n % 256 == 0);
-  // each row's super-block unpacked once for the tile's tokens, every
-  // element bit-identical to the same ISA's QuantKernels::dot_q2_k /
-  // dot_q3_k (both written with q23_k.inc's steps).
+  // Q2_K: w in the GGUF layout, x rows of BlockQ8_K (n % 256 == 0); each
+  // row's super-block unpacked once for the tile's tokens, every element
+  // bit-identical to the same ISA's QuantKernels::dot_q2_k (both written
+  // with q23_k.inc's steps).
   void (*tile_q2_k)(const uint8_t* w, int64_t w_stride, int rows, const BlockQ8_K* x, int64_t x_stride, int tokens,
                     int64_t n, float* y, int64_t y_stride);
-  void (*tile_q3_k)(const uint8_t* w, int64_t w_stride, int rows, const BlockQ8_K* x, int64_t x_stride, int tokens,
+  // Q3_K (x16 layout, weight_layout.h; pack_q8k activations): per lane and
+  // 16-element sub-block p the exact integer sum of u * x (u = the 3-bit
+  // code, q + 4), times the sub-block's scale (s - 32) by vpmaddwd /
+  // vpdpwssd, less the offset 4 * (s - 32) * (sum of x) from bsums, into
+  // one s32 lane sum per chunk; then per group one convert and one FMA
+  // with d_w * d_x. Its own shape (q3_k_rows, q3_k_tokens). Null in a set
+  // without it: Q3_K then takes the dot products and keeps the GGUF layout.
+  void (*tile_q3_k)(const uint8_t* w, int64_t w_stride, int rows, const PackedQ8KGroup* x, int64_t x_stride, int tokens,
                     int64_t n, float* y, int64_t y_stride);
   // Q4_1, Q5_0 and Q5_1 (x16 layout, activations packed with
   // x16_act_offset): each block's exact integer sum of u * x (Q5_0 seeded
@@ -261,7 +276,7 @@ inline decltype(GemmKernels::tile_q4_0) x16_tile(const GemmKernels& g, DType t) 
       return nullptr;
   }
 }
-// g's tile for the x16 super-block formats (Q4_K, Q5_K: packed Q8_K
+// g's tile for the x16 super-block formats (Q4_K, Q5_K, Q3_K: packed Q8_K
 // activations, pack_q8k); null for other types or where g has none.
 inline decltype(GemmKernels::tile_q4_k) k_x16_tile(const GemmKernels& g, DType t) {
   switch (t) {
@@ -269,21 +284,21 @@ inline decltype(GemmKernels::tile_q4_k) k_x16_tile(const GemmKernels& g, DType t
       return g.tile_q4_k;
     case DType::kQ5_K:
       return g.tile_q5_k;
+    case DType::kQ3_K:
+      return g.tile_q3_k;
     default:
       return nullptr;
   }
 }
 // g's tile for the super-block formats that stay in the GGUF layout and
-// read plain Q8_K rows (Q6_K, Q2_K, Q3_K); null for other types or where g
-// has none.
+// read plain Q8_K rows (Q6_K, Q2_K); null for other types or where g has
+// none.
 inline decltype(GemmKernels::tile_q6_k) q8k_tile(const GemmKernels& g, DType t) {
   switch (t) {
     case DType::kQ6_K:
       return g.tile_q6_k;
     case DType::kQ2_K:
       return g.tile_q2_k;
-    case DType::kQ3_K:
-      return g.tile_q3_k;
     default:
       return nullptr;
   }
@@ -309,11 +324,11 @@ inline bool has_tile(const GemmKernels& g, DType t) {
 // layout's super-block formats, as their dot products do) rather than
 // packed activations.
 inline bool reads_q8k_rows(DType t) {
-  return t == DType::kQ6_K || t == DType::kQ2_K || t == DType::kQ3_K;
+  return t == DType::kQ6_K || t == DType::kQ2_K;
 }
 
 // The tile shape matmul calls a quantized type's kernel with: the type's
-// prefill tile, whose rows become quant_rows (Q5_K / Q6_K: their decode
+// prefill tile, whose rows become quant_rows (Q5_K / Q6_K / Q3_K: their decode
 // rows) for one token.
 struct TileShape {
   int rows, tokens;
@@ -332,8 +347,9 @@ inline TileShape quant_tile_shape(const GemmKernels& g, DType t, int64_t n_token
     case DType::kQ6_K:
       return shape(g.q6_k_rows, g.q6_k_tokens, g.q6_k_decode_rows);
     case DType::kQ2_K:
+      return shape(g.q2_k_rows, g.q2_k_tokens, g.quant_rows);
     case DType::kQ3_K:
-      return shape(g.q23_k_rows, g.q23_k_tokens, g.quant_rows);
+      return shape(g.q3_k_rows, g.q3_k_tokens, g.q3_k_decode_rows);
     default:  // Q4_0, and Q4_1 / Q5_0 / Q5_1 with Q4_0's shapes
       return shape(g.q4_0_rows, g.q4_0_tokens, g.quant_rows);
   }

@@ -43,6 +43,12 @@ constexpr int kQ5KTokens = 4;
 // R x T 8-lane accumulators fit the 32 registers at 2 x 4.
 constexpr int kQ6KRows = 2;
 constexpr int kQ6KTokens = 4;
+// Q3_K prefill (tile_q3_k_x16): 4 x 4 measured fastest although its sums
+// and accumulators exceed the registers (kernels_bench TESSERA_BENCH_TILE,
+// BM_Prefill64 1 thread: 10.5-10.8 ms against 11.3 for 2 x 4 and 4 x 3,
+// 13.4 for 2 x 3).
+constexpr int kQ3KRows = 4;
+constexpr int kQ3KTokens = 4;
 constexpr int kFloatRows = 4;
 constexpr int kFloatTokens = 6;
 
@@ -510,6 +516,130 @@ void tile_k_x16_words(const uint8_t* w, int64_t w_stride, const PackedQ8KGroup* 
   store_tile(acc, y, y_stride);
 }
 
+// ---- Q3_K (x16 layout: groups of 4 super-blocks, lanes = 64-element chunks) ----
+
+// Quant word j (0..5: four low-bit planes, two third-bit planes;
+// weight_layout.h) of a row's group of `blocks` super-blocks at p, lanes
+// past 4 * blocks zero.
+__m512i load_q3_k_word(const uint8_t* p, int blocks, int j) {
+  const uint8_t* q = p + kX16Q3KHeadBytes * blocks + 16 * blocks * j;
+  if (blocks == kX16SuperBlocks) return _mm512_loadu_si512(q);
+  return _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << (4 * blocks)) - 1u), q);
+}
+
+// One row's group, per lane: scale[p] = the scale s - 32 of the lane's
+// sub-block p in the low word of each s32 lane and 0 in the high word (a
+// vpdpwssd operand against a sub-block sum that fits s16, whose high word
+// is then its sign); offset[h] = -4 (s - 32) of sub-blocks 2h and 2h + 1 as
+// a word pair (against PackedQ8KGroup::bsums[h]); d = the super-block's d.
+struct Q3KScales {
+  __m512i scale[4];
+  __m512i offset[2];
+  __m512 d;
+};
+
+Q3KScales load_q3_k_scales(const uint8_t* p, int blocks) {
+  Q3KScales g;
+  const int lanes = 4 * blocks;
+  const auto block_mask = static_cast<__mmask8>((1u << blocks) - 1u);
+  const __m512i to_lanes = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  g.d = _mm512_permutexvar_ps(to_lanes, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_maskz_loadu_epi16(block_mask, p))));
+  // The 3-byte lane entries widened to 32 bits, as load_q4_k_scales does.
+  const __m512i raw = _mm512_maskz_loadu_epi8((__mmask64{1} << (3 * lanes)) - 1, p + 2 * blocks);
+  const __m512i spread =
+      _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 2, 2, 3, 4, 5, 5, 6, 7, 8, 8, 9, 10, 11, 11), raw);
+  const __m512i e = _mm512_shuffle_epi8(
+      spread, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1)));
+  const __m512i m6 = _mm512_set1_epi32(63), bias = _mm512_set1_epi32(32);
+  for (int p6 = 0; p6 < 4; ++p6) {
+    // s in the low word, s - 32 by a 16-bit subtraction (the high word stays 0).
+    g.scale[p6] = _mm512_sub_epi16(_mm512_and_si512(_mm512_srli_epi32(e, 6 * p6), m6), bias);
+  }
+  for (int h = 0; h < 2; ++h) {
+    const __m512i pair = _mm512_or_si512(g.scale[2 * h], _mm512_slli_epi32(g.scale[2 * h + 1], 16));
+    g.offset[h] = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pair, 2));
+  }
+  return g;
+}
+
+// Quant word k (0..15) of the lanes as bytes u = q + 4 (0..7): bits
+// 2(k % 4).. of the low-bit word `low` (word k / 4) and bit k % 8 of the
+// third-bit word `high` (word 4 + k / 8) moved to bit 2.
+inline __m512i q3_k_word(__m512i low, __m512i high, int k) {
+  const int c = k % 4, b = k % 8;
+  const __m512i lo = _mm512_and_si512(c == 0 ? low : _mm512_srli_epi16(low, 2 * c), _mm512_set1_epi8(3));
+  const __m512i hi = b >= 2 ? _mm512_srli_epi16(high, b - 2) : _mm512_slli_epi16(high, 2 - b);
+  return _mm512_ternarylogic_epi32(hi, lo, _mm512_set1_epi8(4), 0xEC);  // (hi & 4) | lo
+}
+
+// R rows × T tokens. Per element and group: for each sub-block p the exact
+// lane sums Σ u·x of its four words (|.| <= 16 * 7 * 128 = 14336: s16),
+// scaled into the group's s32 lane sum by vpdpwssd, then the offset
+// -4 (s - 32) Σx by vpdpwssd against the bsums (every lane sum below 2^22:
+// exact), then one convert and one FMA with d_w·d_x. Integer sums do not
+// depend on their order, and the float steps per element are fixed, so
+// every shape gives the 1 x 1 tile's bits.
+template <int R, int T>
+void tile_q3_k_x16(const uint8_t* w, int64_t w_stride, const PackedQ8KGroup* x, int64_t x_stride, int64_t n, float* y,
+                   int64_t y_stride) {
+  constexpr int64_t kBlockBytes = sizeof(BlockQ3_K);
+  const int64_t nb = n / kSuperBlockElems;
+  const int64_t groups = (nb + kX16SuperBlocks - 1) / kX16SuperBlocks;
+  const PackedQ8KGroup* xt[T];
+  for (int t = 0; t < T; ++t) xt[t] = advance(x, t * x_stride);
+  __m512 acc[R][T];
+  zero_tile(acc);
+  for (int64_t g = 0; g < groups; ++g) {
+    const int blocks = static_cast<int>(std::min<int64_t>(kX16SuperBlocks, nb - g * kX16SuperBlocks));
+    const size_t offset = static_cast<size_t>(g) * kX16SuperBlocks * kBlockBytes;
+    auto group = [&](int r) { return w + r * w_stride + offset; };
+    alignas(64) Q3KScales sc[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) sc[r] = load_q3_k_scales(group(r), blocks);
+    __m512i isum[R][T];
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      __m512i s[R][T];
+      __m512i low[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) low[r] = load_q3_k_word(group(r), blocks, p);
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        const int k = 4 * p + c;
+        __m512i u[R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) u[r] = q3_k_word(low[r], load_q3_k_word(group(r), blocks, 4 + k / 8), k);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          const __m512i xv = _mm512_load_si512(k < 8 ? xt[t][g].lo[k] : xt[t][g].hi[k - 8]);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) {
+            s[r][t] = _mm512_dpbusd_epi32(c == 0 ? _mm512_setzero_si512() : s[r][t], u[r], xv);
+          }
+        }
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          isum[r][t] = _mm512_dpwssd_epi32(p == 0 ? _mm512_setzero_si512() : isum[r][t], s[r][t], sc[r].scale[p]);
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const PackedQ8KGroup& xg = xt[t][g];
+        __m512i v = _mm512_dpwssd_epi32(isum[r][t], sc[r].offset[0], _mm512_load_si512(xg.bsums[0]));
+        v = _mm512_dpwssd_epi32(v, sc[r].offset[1], _mm512_load_si512(xg.bsums[1]));
+        acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_mul_ps(sc[r].d, _mm512_load_ps(xg.d)), acc[r][t]);
+      }
+    }
+  }
+  store_tile(acc, y, y_stride);
+}
+
 // ---- Q6_K (GGUF layout, plain Q8_K activations) -----------------------------
 
 #include "backend/cpu/hsum_ps.inc"  // dot_q6_k's last step
@@ -637,14 +767,14 @@ void tile_float(const WT* w, int64_t w_stride, const float* x, int64_t x_stride,
   store_tile(acc, y, y_stride);
 }
 
-// ---- Q2_K / Q3_K (GGUF layout, plain Q8_K activations; q23_k.inc) -----------
+// ---- Q2_K (GGUF layout, plain Q8_K activations; q23_k.inc) -----------------
 
 #include "backend/cpu/q23_k.inc"
 
 // Tiles: two rows' super-blocks unpacked once for up to four tokens
 // (decode: four rows of one token), each element the dot product's bits.
-constexpr int kQ23KRows = 2;
-constexpr int kQ23KTokens = 4;
+constexpr int kQ2KRows = 2;
+constexpr int kQ2KTokens = 4;
 
 // ---- dispatch on the run-time tile shape ------------------------------------
 
@@ -673,7 +803,7 @@ struct X16Inst {
     }
   };
 };
-// Q2_K / Q3_K: q23_k.inc's row tile.
+// Q2_K: q23_k.inc's row tile.
 template <typename Unpacked, typename Block>
 struct K23Inst {
   template <int R, int T>
@@ -682,6 +812,12 @@ struct K23Inst {
       k23_tile<Unpacked, Block, R, T>(w, ws, x, xs, n, y, ys);
     }
   };
+};
+template <int R, int T>
+struct Q3KInst {
+  static void run(const uint8_t* w, int64_t ws, const PackedQ8KGroup* x, int64_t xs, int64_t n, float* y, int64_t ys) {
+    tile_q3_k_x16<R, T>(w, ws, x, xs, n, y, ys);
+  }
 };
 template <int R, int T>
 struct Q6KInst {
@@ -717,7 +853,7 @@ constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, X16Inst<KX16Rows<false>
 constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, X16Inst<KX16Rows<true>>::Of> kQ5KTiles{};
 constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, Q6KInst> kQ6KTiles{};
 constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, K23Inst<Q2KUnpacked, BlockQ2_K>::Of> kQ2KTiles{};
-constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, K23Inst<Q3KUnpacked, BlockQ3_K>::Of> kQ3KTiles{};
+constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, Q3KInst> kQ3KTiles{};
 constexpr ShapeTable<FloatFn32, kFloatRows, kFloatTokens, F32Inst> kF32Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, F16Inst> kF16Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, BF16Inst> kBF16Tiles{};
@@ -731,7 +867,7 @@ constexpr auto tile_q4_k = tile_entry<kQ4KTiles, uint8_t, PackedQ8KGroup>;
 constexpr auto tile_q5_k = tile_entry<kQ5KTiles, uint8_t, PackedQ8KGroup>;
 constexpr auto tile_q6_k = tile_entry<kQ6KTiles, uint8_t, BlockQ8_K>;
 constexpr auto tile_q2_k = tile_entry<kQ2KTiles, uint8_t, BlockQ8_K>;
-constexpr auto tile_q3_k = tile_entry<kQ3KTiles, uint8_t, BlockQ8_K>;
+constexpr auto tile_q3_k = tile_entry<kQ3KTiles, uint8_t, PackedQ8KGroup>;
 constexpr auto tile_f32 = tile_entry<kF32Tiles, float, float>;
 constexpr auto tile_f16 = tile_entry<kF16Tiles, uint16_t, float>;
 constexpr auto tile_bf16 = tile_entry<kBF16Tiles, uint16_t, float>;
@@ -870,10 +1006,13 @@ const GemmKernels kGemmAvx512{
     .q4_0_tokens = kQuantTokens,
     .q6_k_rows = kQ6KRows,
     .q6_k_tokens = kQ6KTokens,
-    .q23_k_rows = kQ23KRows,
-    .q23_k_tokens = kQ23KTokens,
+    .q2_k_rows = kQ2KRows,
+    .q2_k_tokens = kQ2KTokens,
+    .q3_k_rows = kQ3KRows,
+    .q3_k_tokens = kQ3KTokens,
     .q5_k_decode_rows = kQuantRows,
     .q6_k_decode_rows = kQuantRows,
+    .q3_k_decode_rows = kQuantRows,
     .pack_q8x16 = pack_q8x16,
     .pack_q8k = pack_q8k,
     .tile_q8_0 = tile_q8_0,

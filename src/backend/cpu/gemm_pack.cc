@@ -49,6 +49,7 @@ void pack_q8k_with(QuantizeQ8_KFn quantize, const float* x, PackedQ8KGroup* out,
         p.d[lane] = blk[s].d;
         p.sum_lo[lane] = static_cast<float>(bs[0] + bs[1]);
         p.sum_hi[lane] = static_cast<float>(bs[2] + bs[3]);
+        for (int j = 0; j < 4; ++j) p.bsums[j / 2][2 * lane + j % 2] = bs[j];
       }
     }
   }

@@ -1,7 +1,7 @@
 // Weight layouts. Matrices come as GGUF stores them: row-major, each row a
 // run of blocks, each block its f16 scale then its quants. The tile kernels
-// (gemm.h: AVX-512 VNNI and AVX2) read Q4_0, Q8_0, Q4_K, Q4_1, Q5_0, Q5_1
-// and Q5_K rows in an interleaved layout instead, made once when a Transformer
+// (gemm.h: AVX-512 VNNI and AVX2) read Q4_0, Q8_0, Q4_K, Q4_1, Q5_0, Q5_1,
+// Q5_K and Q3_K rows in an interleaved layout instead, made once when a Transformer
 // is built (prepare_matrix):
 //
 //   x16: each row's blocks in groups of 16 (the last group of a row may hold
@@ -33,7 +33,21 @@
 //   quant words follow at 48g. Bits 4k..4k+3 of a lane's word are then the
 //   fifth bits of the nibbles in its quant word k.
 //
-// One 64-byte load then holds word k of 16 blocks (Q4_K / Q5_K: of 16 chunks), so vpdpbusd leaves each
+//   Q3_K: Q4_K's groups and lanes (lane 4s + c: elements 64c..64c+63 of
+//   super-block s, its 16-element sub-blocks 4c..4c+3). A group keeps its
+//   g * 110 bytes:
+//     - the g f16 d (2g bytes);
+//     - per lane 3 bytes, little-endian s_4c | s_4c+1 << 6 | s_4c+2 << 12 |
+//       s_4c+3 << 18 (the stored 6-bit scales, scale = s - 32; 12g bytes);
+//     - at 14g, six 4-byte words per lane, word-major as above: words 0-3
+//       the low two bits of the codes u (bits 2m..2m+1 of byte i of word p
+//       those of chunk element 16p + 4m + i, so word p is sub-block 4c + p),
+//       words 4 and 5 the third bits (bit m of byte i of word 4 + h that of
+//       element 32h + 4m + i).
+//   Quant word k (0..15) of a lane, elements 4k..4k+3, is then bits
+//   2(k % 4).. of word k / 4 with bit k % 8 of word 4 + k / 8 on top.
+//
+// One 64-byte load then holds word k of 16 blocks (Q4_K / Q5_K / Q3_K: of 16 chunks), so vpdpbusd leaves each
 // block's integer dot product in a lane of its own and the block scales
 // apply to 16 blocks with one convert and one FMA (four blocks per FMA with
 // the GGUF layout, plus the shuffles to gather them): ~1.5x the kernel's
@@ -137,7 +151,7 @@ inline bool fits_i16_panels(int64_t rows, int64_t cols, int panel_rows) {
 void repack_rows_as_i16_panel(DType t, const uint16_t* src, int16_t* dst, float* scales, int64_t rows, int64_t cols,
                               int panel_rows, const GemmKernels* g = nullptr);
 
-// Blocks per interleaved group (Q4_0, Q8_0, ...) and super-blocks per group (Q4_K, Q5_K).
+// Blocks per interleaved group (Q4_0, Q8_0, ...) and super-blocks per group (Q4_K, Q5_K, Q3_K).
 inline constexpr int kX16Blocks = 16;
 inline constexpr int kX16SuperBlocks = 4;
 // Bytes per super-block of a Q4_K / Q5_K x16 group before its quant words
@@ -148,7 +162,12 @@ inline constexpr int x16_k_head_bytes(bool five) {
   return five ? 48 : 16;
 }
 
-// Whether dtype t has an x16 layout (Q4_0, Q8_0, Q4_K, Q4_1, Q5_0, Q5_1, Q5_K).
+// Bytes per super-block of a Q3_K x16 group before its quant words (d and
+// the lane entries): a group of g super-blocks has quant word j of lane L at
+// kX16Q3KHeadBytes * g + 4 * (4g * j + L).
+inline constexpr int kX16Q3KHeadBytes = 14;
+
+// Whether dtype t has an x16 layout (Q4_0, Q8_0, Q4_K, Q4_1, Q5_0, Q5_1, Q5_K, Q3_K).
 bool has_x16_layout(DType t);
 
 // Rewrites `rows` rows of `cols` elements (a multiple of the block) from the GGUF
