@@ -45,7 +45,7 @@ bool is_quant(DType t) {
 
 // The x16 super-block formats (packed Q8_K activations, pack_q8k).
 bool is_k_x16(DType t) {
-  return t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ3_K;
+  return t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ3_K || t == DType::kQ2_K;
 }
 
 // The super-block formats (rows a multiple of 256 elements).
@@ -138,10 +138,10 @@ void run_tile(const GemmKernels& g, const Problem& p, const Activations& a, int6
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ3_K:
+    case DType::kQ2_K:
       k_x16_tile(g, p.dtype)(w, ws, rows, static_cast<const PackedQ8KGroup*>(x), a.stride, tokens, p.n, out, p.rows);
       break;
     case DType::kQ6_K:
-    case DType::kQ2_K:
       q8k_tile(g, p.dtype)(w, ws, rows, static_cast<const BlockQ8_K*>(x), a.stride, tokens, p.n, out, p.rows);
       break;
     case DType::kF32:
@@ -407,12 +407,10 @@ TEST(Gemm, Q6KTileMatchesDotProductBits) {
   if (!any) GTEST_SKIP() << "no ISA with a Q6_K tile kernel on this CPU";
 }
 
-// The Q2_K tile (each row's super-block unpacked once for all tokens)
-// against the dot product it shares its steps with, bit for bit, in every
-// tile shape; the Q3_K tile (x16) against dot_q3_k to 1e-6 of sum|w * x|
-// (the same exact integers per sub-block, summed in another float order),
-// each of its shapes bit for bit against its 1 x 1 tile. Random bytes (all
-// codes and scale bits), scales and minima 2^-k.
+// The Q2_K and Q3_K tiles (x16) against dot_q2_k / dot_q3_k on the GGUF
+// rows to 1e-6 of sum|w * x| (the same exact integers per sub-block, summed
+// in another float order), each shape bit for bit against the 1 x 1 tile.
+// Random bytes (all codes and scale bits), scales and minima 2^-k.
 TEST(Gemm, Q2KQ3KTilesMatchDotProducts) {
   bool any = false;
   for (Isa isa : supported_isas()) {
@@ -466,11 +464,7 @@ TEST(Gemm, Q2KQ3KTilesMatchDotProducts) {
         }
         const Activations a = make_activations(g, p);
         const std::vector<float> one = run_with_shape(g, p, a, 1, 1);
-        if (t == DType::kQ2_K) {
-          ASSERT_EQ(0, std::memcmp(one.data(), want.data(), one.size() * sizeof(float)));
-        } else {
-          for (size_t i = 0; i < one.size(); ++i) ASSERT_NEAR(one[i], want[i], 1e-6 * scale[i]) << "element " << i;
-        }
+        for (size_t i = 0; i < one.size(); ++i) ASSERT_NEAR(one[i], want[i], 1e-6 * scale[i]) << "element " << i;
         for (int tr = 1; tr <= g.quant_rows; ++tr) {
           for (int tt = 1; tt <= g.quant_tokens; ++tt) {
             const std::vector<float> y = run_with_shape(g, p, a, tr, tt);
@@ -586,7 +580,7 @@ TEST(Gemm, ExtremeQuantsGiveExactIntegerSums) {
   if (!any) GTEST_SKIP() << "no ISA with quantized tile kernels on this CPU";
 }
 
-// The same for the x16 super-block formats Q4_K, Q5_K (and Q3_K, below): quants 0 / 15
+// The same for the x16 super-block formats Q4_K, Q5_K (and Q3_K, Q2_K below): quants 0 / 15
 // (Q4_K) and 0 / 31 (Q5_K) against activations ±127 and 0, with d = 1,
 // dmin = 0 and every sub-block scale 1, so that each output is the exact
 // integer sum. A Q5_K sub-block sum kept in s16 over more than four quant
@@ -665,6 +659,38 @@ TEST(Gemm, ExtremeKQuantsGiveExactIntegerSums) {
             blk.qs[32 * h + l] = static_cast<uint8_t>(blk.qs[32 * h + l] | (u & 3) << (2 * c));
             blk.hmask[l] = static_cast<uint8_t>(blk.hmask[l] | (u >> 2) << (4 * h + c));
             wq[static_cast<size_t>(r * n + b * kSuperBlockElems + e)] = (sc[e / 16] - 32) * (u - 4);
+          }
+        }
+      }
+      p.w.resize(gguf.size());
+      repack_rows_x16(t, gguf.data(), p.w.data(), rows, n);
+      expect_exact_integer_sums(*g, p, wq);
+    }
+    // Q2_K: codes 0 / 3, d = dmin = 1, scales 1 / 15 and minima 0 / 15 by
+    // sub-block: y = sum of sc * u * x - m * x, exact (|y| < 2^24).
+    if (!has_tile(*g, DType::kQ2_K)) continue;
+    for (int64_t n : {1024, 1280}) {
+      SCOPED_TRACE("q2_k n=" + std::to_string(n));
+      const DType t = DType::kQ2_K;
+      const int64_t rows = 2 * g->quant_rows + 1, tokens = 2 * g->quant_tokens + 1, nb = n / kSuperBlockElems;
+      Problem p{t, rows, tokens, n, {}, {}, {}, {}, dtype_row_bytes(t, n)};
+      std::vector<uint8_t> gguf(p.w_row_bytes * static_cast<size_t>(rows), 0);
+      std::vector<int32_t> wq(static_cast<size_t>(rows * n));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t b = 0; b < nb; ++b) {
+          auto& blk = reinterpret_cast<BlockQ2_K*>(gguf.data() + static_cast<size_t>(r) * p.w_row_bytes)[b];
+          blk.d = blk.dmin = fp32_to_fp16(1.0f);
+          for (int j = 0; j < 16; ++j) {
+            const int sc = ((r + b + j) & 1) != 0 ? 15 : 1, m = ((r + j / 2) & 1) != 0 ? 15 : 0;
+            blk.scales[j] = static_cast<uint8_t>(sc | m << 4);
+          }
+          for (int e = 0; e < kSuperBlockElems; ++e) {
+            const bool high = r % 3 == 0 || ((r + b + e / 8) & 1) == 0;
+            const int u = high ? 3 : 0;
+            const int h = e / 128, c = e % 128 / 32, l = e % 32;
+            blk.qs[32 * h + l] = static_cast<uint8_t>(blk.qs[32 * h + l] | u << (2 * c));
+            const uint8_t sm = blk.scales[e / 16];
+            wq[static_cast<size_t>(r * n + b * kSuperBlockElems + e)] = (sm & 15) * u - (sm >> 4);
           }
         }
       }

@@ -151,7 +151,7 @@ TEST(WeightLayout, HandWorkedQ3_KBits) {
 // short last group, and of one short group only; the repacked row differs.
 TEST(WeightLayout, RoundTrip) {
   for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ5_K,
-                  DType::kQ3_K}) {
+                  DType::kQ3_K, DType::kQ2_K}) {
     const std::vector<int64_t> sizes = dtype_is_k_quant(t) ? std::vector<int64_t>{256, 768, 1024, 1280, 2304}
                                                            : std::vector<int64_t>{32, 96, 512, 544, 1024 + 480};
     for (int64_t cols : sizes) {
@@ -178,7 +178,7 @@ TEST(WeightLayout, PrepareMatrixRepacksOnlyForTileKernels) {
   ThreadPool pool(2);
   const int64_t rows = 5, cols = 544;
   for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kF16, DType::kQ4_1, DType::kQ5_0,
-                  DType::kQ5_1, DType::kQ5_K, DType::kQ3_K}) {
+                  DType::kQ5_1, DType::kQ5_K, DType::kQ3_K, DType::kQ2_K}) {
     const int64_t c = dtype_is_k_quant(t) ? 512 : cols;
     std::vector<uint8_t> bytes(dtype_row_bytes(t, c) * rows, 0x11);
     const MatrixView w{t, bytes.data(), rows, c};

@@ -15,12 +15,12 @@
 // 4 × 6 tile, and matmul's result for a token does not depend on which other
 // tokens share the call (the engine relies on this; see matmul.h).
 //
-// Quantized weights (Q8_0, Q4_0, Q4_K; Q4_1, Q5_0, Q5_1, Q5_K, Q3_K) come in the x16 layout
+// Quantized weights (Q8_0, Q4_0, Q4_K; Q4_1, Q5_0, Q5_1, Q5_K, Q3_K, Q2_K) come in the x16 layout
 // (weight_layout.h) and take activations in a packed format made from f32
 // by pack_q8x16 (Q8_0 blocks quantized exactly as
 // Kernels::quantize_row_q8_0, each group of sixteen blocks laid out like the
 // weights' group: PackedQ8x16Group) or pack_q8k (Q8_K blocks as
-// Kernels::quantize_row_q8_k, four per PackedQ8KGroup; for Q4_K / Q5_K / Q3_K). Q6_K and Q2_K weights stay in
+// Kernels::quantize_row_q8_k, four per PackedQ8KGroup; for Q4_K / Q5_K / Q3_K / Q2_K). Q6_K weights stay in
 // the GGUF layout and take plain Q8_K rows (QuantKernels::quantize_row_q8_k).
 // Float weights take f32 activations directly.
 #pragma once
@@ -46,10 +46,10 @@ struct alignas(64) PackedQ8x16Group {
 static_assert(sizeof(PackedQ8x16Group) == 640);
 
 // Four Q8_K activation blocks (1024 elements) laid out like a group of x16
-// Q4_K / Q5_K / Q3_K weights: lane L = 4s + c is chunk c (64 elements) of
+// Q4_K / Q5_K / Q3_K / Q2_K weights: lane L = 4s + c is chunk c (64 elements) of
 // block s; lo[k][4L + i] is quant 64c + 4k + i of block s (Q4_K's sub-block
 // 2c), hi[k][4L + i] quant 64c + 32 + 4k + i (sub-block 2c + 1). Quant word k
-// < 16 of a chunk (its elements 4k..4k+3, as Q3_K's x16 tile counts them)
+// < 16 of a chunk (its elements 4k..4k+3, as the Q2_K / Q3_K tiles count them)
 // is then lo[k] for k < 8 and hi[k - 8] above.
 struct alignas(64) PackedQ8KGroup {
   int8_t lo[8][64];
@@ -60,7 +60,7 @@ struct alignas(64) PackedQ8KGroup {
   // The sums of 16 quants (Q8_K's bsums) in vpmaddwd pairs: int32 lane L of
   // bsums[h] holds those of elements 64c + 32h .. + 15 (low word) and
   // 64c + 32h + 16 .. + 31 (high word), i.e. of the chunk's 16-element
-  // sub-blocks 2h and 2h + 1 (Q3_K's offset term).
+  // sub-blocks 2h and 2h + 1 (Q3_K's offset term, Q2_K's minima).
   int16_t bsums[2][32];
 };
 static_assert(sizeof(PackedQ8KGroup) == 1344);
@@ -167,19 +167,17 @@ struct GemmKernels {
   // element bit-identical to the same ISA's QuantKernels::dot_q6_k.
   void (*tile_q6_k)(const uint8_t* w, int64_t w_stride, int rows, const BlockQ8_K* x, int64_t x_stride, int tokens,
                     int64_t n, float* y, int64_t y_stride);
-  // Q2_K: w in the GGUF layout, x rows of BlockQ8_K (n % 256 == 0); each
-  // row's super-block unpacked once for the tile's tokens, every element
-  // bit-identical to the same ISA's QuantKernels::dot_q2_k (both written
-  // with q23_k.inc's steps).
-  void (*tile_q2_k)(const uint8_t* w, int64_t w_stride, int rows, const BlockQ8_K* x, int64_t x_stride, int tokens,
+  // Q2_K and Q3_K (x16 layout, weight_layout.h; pack_q8k activations): per
+  // lane and 16-element sub-block p the exact integer sum of u * x (u the
+  // 2-bit code, or Q3_K's 3-bit code q + 4), times the sub-block's scale
+  // (Q2_K: sc; Q3_K: s - 32) by vpmaddwd / vpdpwssd into one s32 lane sum
+  // per chunk. Q3_K subtracts the offset 4 * (s - 32) * (sum of x) from it
+  // (bsums) and takes one convert and one FMA with d_w * d_x per group;
+  // Q2_K takes d * sum - dmin * (sum of m * bsums), then one FMA with d_x.
+  // Their own shapes (q2_k_rows / q3_k_rows ...). Null in a set without
+  // them: Q2_K / Q3_K then take the dot products and keep the GGUF layout.
+  void (*tile_q2_k)(const uint8_t* w, int64_t w_stride, int rows, const PackedQ8KGroup* x, int64_t x_stride, int tokens,
                     int64_t n, float* y, int64_t y_stride);
-  // Q3_K (x16 layout, weight_layout.h; pack_q8k activations): per lane and
-  // 16-element sub-block p the exact integer sum of u * x (u = the 3-bit
-  // code, q + 4), times the sub-block's scale (s - 32) by vpmaddwd /
-  // vpdpwssd, less the offset 4 * (s - 32) * (sum of x) from bsums, into
-  // one s32 lane sum per chunk; then per group one convert and one FMA
-  // with d_w * d_x. Its own shape (q3_k_rows, q3_k_tokens). Null in a set
-  // without it: Q3_K then takes the dot products and keeps the GGUF layout.
   void (*tile_q3_k)(const uint8_t* w, int64_t w_stride, int rows, const PackedQ8KGroup* x, int64_t x_stride, int tokens,
                     int64_t n, float* y, int64_t y_stride);
   // Q4_1, Q5_0 and Q5_1 (x16 layout, activations packed with
@@ -276,7 +274,7 @@ inline decltype(GemmKernels::tile_q4_0) x16_tile(const GemmKernels& g, DType t) 
       return nullptr;
   }
 }
-// g's tile for the x16 super-block formats (Q4_K, Q5_K, Q3_K: packed Q8_K
+// g's tile for the x16 super-block formats (Q4_K, Q5_K, Q3_K, Q2_K: packed Q8_K
 // activations, pack_q8k); null for other types or where g has none.
 inline decltype(GemmKernels::tile_q4_k) k_x16_tile(const GemmKernels& g, DType t) {
   switch (t) {
@@ -286,19 +284,18 @@ inline decltype(GemmKernels::tile_q4_k) k_x16_tile(const GemmKernels& g, DType t
       return g.tile_q5_k;
     case DType::kQ3_K:
       return g.tile_q3_k;
+    case DType::kQ2_K:
+      return g.tile_q2_k;
     default:
       return nullptr;
   }
 }
-// g's tile for the super-block formats that stay in the GGUF layout and
-// read plain Q8_K rows (Q6_K, Q2_K); null for other types or where g has
-// none.
+// g's tile for the super-block format that stays in the GGUF layout and
+// reads plain Q8_K rows (Q6_K); null for other types or where g has none.
 inline decltype(GemmKernels::tile_q6_k) q8k_tile(const GemmKernels& g, DType t) {
   switch (t) {
     case DType::kQ6_K:
       return g.tile_q6_k;
-    case DType::kQ2_K:
-      return g.tile_q2_k;
     default:
       return nullptr;
   }
@@ -324,7 +321,7 @@ inline bool has_tile(const GemmKernels& g, DType t) {
 // layout's super-block formats, as their dot products do) rather than
 // packed activations.
 inline bool reads_q8k_rows(DType t) {
-  return t == DType::kQ6_K || t == DType::kQ2_K;
+  return t == DType::kQ6_K;
 }
 
 // The tile shape matmul calls a quantized type's kernel with: the type's

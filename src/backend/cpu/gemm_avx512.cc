@@ -49,6 +49,10 @@ constexpr int kQ6KTokens = 4;
 // 13.4 for 2 x 3).
 constexpr int kQ3KRows = 4;
 constexpr int kQ3KTokens = 4;
+// Q2_K prefill (tile_k23_x16 without the third bits): 9.4 ms at 2 x 4
+// against 10.0-11.2 for 4 x 3, 2 x 3, 3 x 4 and 4 x 4.
+constexpr int kQ2KRows = 2;
+constexpr int kQ2KTokens = 4;
 constexpr int kFloatRows = 4;
 constexpr int kFloatTokens = 6;
 
@@ -516,99 +520,139 @@ void tile_k_x16_words(const uint8_t* w, int64_t w_stride, const PackedQ8KGroup* 
   store_tile(acc, y, y_stride);
 }
 
-// ---- Q3_K (x16 layout: groups of 4 super-blocks, lanes = 64-element chunks) ----
+// ---- Q2_K / Q3_K (x16 layout: groups of 4 super-blocks, lanes = 64-element
+// chunks of four 16-element sub-blocks) -----------------------------------------
 
-// Quant word j (0..5: four low-bit planes, two third-bit planes;
+// Quant word j (0..3: the low-bit planes; Q3_K 4..5: the third-bit planes;
 // weight_layout.h) of a row's group of `blocks` super-blocks at p, lanes
 // past 4 * blocks zero.
-__m512i load_q3_k_word(const uint8_t* p, int blocks, int j) {
-  const uint8_t* q = p + kX16Q3KHeadBytes * blocks + 16 * blocks * j;
+template <bool kTwo>
+__m512i load_k23_word(const uint8_t* p, int blocks, int j) {
+  const uint8_t* q = p + x16_k23_head_bytes(kTwo) * blocks + 16 * blocks * j;
   if (blocks == kX16SuperBlocks) return _mm512_loadu_si512(q);
   return _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << (4 * blocks)) - 1u), q);
 }
 
-// One row's group, per lane: scale[p] = the scale s - 32 of the lane's
-// sub-block p in the low word of each s32 lane and 0 in the high word (a
-// vpdpwssd operand against a sub-block sum that fits s16, whose high word
-// is then its sign); offset[h] = -4 (s - 32) of sub-blocks 2h and 2h + 1 as
-// a word pair (against PackedQ8KGroup::bsums[h]); d = the super-block's d.
-struct Q3KScales {
+// One row's group, per lane: scale[p] = the scale of the lane's sub-block p
+// (Q2_K: sc, 0..15; Q3_K: s - 32) in the low word of each s32 lane and 0
+// in the high word (a vpdpwssd operand against a sub-block sum that fits
+// s16, whose high word is then its sign); pair[h] a word pair per lane for
+// sub-blocks 2h and 2h + 1 against PackedQ8KGroup::bsums[h] (Q2_K: the
+// minima m; Q3_K: the offsets -4 (s - 32)); d and (Q2_K) dmin of the
+// lane's super-block.
+struct K23Scales {
   __m512i scale[4];
-  __m512i offset[2];
-  __m512 d;
+  __m512i pair[2];
+  __m512 d, dmin;
 };
 
-Q3KScales load_q3_k_scales(const uint8_t* p, int blocks) {
-  Q3KScales g;
+template <bool kTwo>
+K23Scales load_k23_scales(const uint8_t* p, int blocks) {
+  K23Scales g;
   const int lanes = 4 * blocks;
   const auto block_mask = static_cast<__mmask8>((1u << blocks) - 1u);
   const __m512i to_lanes = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-  g.d = _mm512_permutexvar_ps(to_lanes, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_maskz_loadu_epi16(block_mask, p))));
-  // The 3-byte lane entries widened to 32 bits, as load_q4_k_scales does.
-  const __m512i raw = _mm512_maskz_loadu_epi8((__mmask64{1} << (3 * lanes)) - 1, p + 2 * blocks);
-  const __m512i spread =
-      _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 2, 2, 3, 4, 5, 5, 6, 7, 8, 8, 9, 10, 11, 11), raw);
-  const __m512i e = _mm512_shuffle_epi8(
-      spread, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1)));
-  const __m512i m6 = _mm512_set1_epi32(63), bias = _mm512_set1_epi32(32);
-  for (int p6 = 0; p6 < 4; ++p6) {
-    // s in the low word, s - 32 by a 16-bit subtraction (the high word stays 0).
-    g.scale[p6] = _mm512_sub_epi16(_mm512_and_si512(_mm512_srli_epi32(e, 6 * p6), m6), bias);
-  }
-  for (int h = 0; h < 2; ++h) {
-    const __m512i pair = _mm512_or_si512(g.scale[2 * h], _mm512_slli_epi32(g.scale[2 * h + 1], 16));
-    g.offset[h] = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pair, 2));
+  auto widen = [&](const uint8_t* at) {
+    return _mm512_permutexvar_ps(to_lanes, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_maskz_loadu_epi16(block_mask, at))));
+  };
+  g.d = widen(p);
+  if constexpr (kTwo) {
+    g.dmin = widen(p + 2 * blocks);
+    // Byte p of the lane's entry: sc | m << 4 of its sub-block p.
+    const __m512i e = _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << lanes) - 1u), p + 4 * blocks);
+    const __m512i m4 = _mm512_set1_epi32(15);
+    __m512i m[4];
+    for (int q = 0; q < 4; ++q) {
+      g.scale[q] = _mm512_and_si512(_mm512_srli_epi32(e, 8 * q), m4);
+      m[q] = _mm512_and_si512(_mm512_srli_epi32(e, 8 * q + 4), m4);
+    }
+    for (int h = 0; h < 2; ++h) g.pair[h] = _mm512_or_si512(m[2 * h], _mm512_slli_epi32(m[2 * h + 1], 16));
+  } else {
+    g.dmin = _mm512_setzero_ps();
+    // The 3-byte lane entries widened to 32 bits, as load_q4_k_scales does.
+    const __m512i raw = _mm512_maskz_loadu_epi8((__mmask64{1} << (3 * lanes)) - 1, p + 2 * blocks);
+    const __m512i spread =
+        _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 2, 2, 3, 4, 5, 5, 6, 7, 8, 8, 9, 10, 11, 11), raw);
+    const __m512i e = _mm512_shuffle_epi8(
+        spread, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1)));
+    const __m512i m6 = _mm512_set1_epi32(63), bias = _mm512_set1_epi32(32);
+    for (int q = 0; q < 4; ++q) {
+      // s in the low word, s - 32 by a 16-bit subtraction (the high word stays 0).
+      g.scale[q] = _mm512_sub_epi16(_mm512_and_si512(_mm512_srli_epi32(e, 6 * q), m6), bias);
+    }
+    for (int h = 0; h < 2; ++h) {
+      const __m512i pair = _mm512_or_si512(g.scale[2 * h], _mm512_slli_epi32(g.scale[2 * h + 1], 16));
+      g.pair[h] = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pair, 2));
+    }
   }
   return g;
 }
 
-// Quant word k (0..15) of the lanes as bytes u = q + 4 (0..7): bits
-// 2(k % 4).. of the low-bit word `low` (word k / 4) and bit k % 8 of the
-// third-bit word `high` (word 4 + k / 8) moved to bit 2.
-inline __m512i q3_k_word(__m512i low, __m512i high, int k) {
+// Quant word k (0..15) of the lanes as bytes u: bits 2(k % 4).. of the
+// low-bit word `low` (word k / 4); Q3_K (u = q + 4, 0..7): with bit k % 8
+// of the third-bit word `high` (word 4 + k / 8) moved to bit 2.
+template <bool kTwo>
+inline __m512i k23_word(__m512i low, const uint8_t* high, int k) {
   const int c = k % 4, b = k % 8;
   const __m512i lo = _mm512_and_si512(c == 0 ? low : _mm512_srli_epi16(low, 2 * c), _mm512_set1_epi8(3));
-  const __m512i hi = b >= 2 ? _mm512_srli_epi16(high, b - 2) : _mm512_slli_epi16(high, 2 - b);
+  if constexpr (kTwo) return lo;
+  const __m512i h = _mm512_loadu_si512(high);
+  const __m512i hi = b >= 2 ? _mm512_srli_epi16(h, b - 2) : _mm512_slli_epi16(h, 2 - b);
   return _mm512_ternarylogic_epi32(hi, lo, _mm512_set1_epi8(4), 0xEC);  // (hi & 4) | lo
 }
 
-// R rows × T tokens. Per element and group: for each sub-block p the exact
-// lane sums Σ u·x of its four words (|.| <= 16 * 7 * 128 = 14336: s16),
-// scaled into the group's s32 lane sum by vpdpwssd, then the offset
-// -4 (s - 32) Σx by vpdpwssd against the bsums (every lane sum below 2^22:
-// exact), then one convert and one FMA with d_w·d_x. Integer sums do not
-// depend on their order, and the float steps per element are fixed, so
-// every shape gives the 1 x 1 tile's bits.
-template <int R, int T>
-void tile_q3_k_x16(const uint8_t* w, int64_t w_stride, const PackedQ8KGroup* x, int64_t x_stride, int64_t n, float* y,
-                   int64_t y_stride) {
-  constexpr int64_t kBlockBytes = sizeof(BlockQ3_K);
+// R rows × T tokens of Q2_K (kTwo) or Q3_K. Per element and group: for each
+// sub-block p the exact lane sums Σ u·x of its four words (|.| <= 16 * 7 *
+// 128 = 14336: s16), scaled into the group's s32 lane sum by vpdpwssd;
+// Q3_K adds the offset -4 (s - 32) Σx to it by vpdpwssd against the bsums
+// (every lane sum below 2^22: exact) and takes one convert and one FMA
+// with d_w·d_x; Q2_K sums m·Σx apart and takes d·Σ − dmin·Σm, then one FMA
+// with d_x. Integer sums do not depend on their order, and the float steps
+// per element are fixed, so every shape gives the 1 x 1 tile's bits.
+template <bool kTwo, int R, int T>
+void tile_k23_x16(const uint8_t* w, int64_t w_stride, const PackedQ8KGroup* x, int64_t x_stride, int64_t n, float* y,
+                  int64_t y_stride) {
+  constexpr int64_t kBlockBytes = kTwo ? sizeof(BlockQ2_K) : sizeof(BlockQ3_K);
   const int64_t nb = n / kSuperBlockElems;
   const int64_t groups = (nb + kX16SuperBlocks - 1) / kX16SuperBlocks;
   const PackedQ8KGroup* xt[T];
   for (int t = 0; t < T; ++t) xt[t] = advance(x, t * x_stride);
   __m512 acc[R][T];
   zero_tile(acc);
+  alignas(64) uint8_t high_pad[R][2][64];  // Q3_K: a short group's third-bit words, masked
   for (int64_t g = 0; g < groups; ++g) {
     const int blocks = static_cast<int>(std::min<int64_t>(kX16SuperBlocks, nb - g * kX16SuperBlocks));
     const size_t offset = static_cast<size_t>(g) * kX16SuperBlocks * kBlockBytes;
     auto group = [&](int r) { return w + r * w_stride + offset; };
-    alignas(64) Q3KScales sc[R];
+    alignas(64) K23Scales sc[R];
+    const uint8_t* high[R][2];  // the third-bit words, read in place (full group) or from high_pad
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) sc[r] = load_q3_k_scales(group(r), blocks);
+    for (int r = 0; r < R; ++r) {
+      sc[r] = load_k23_scales<kTwo>(group(r), blocks);
+      for (int h = 0; h < 2; ++h) {
+        if (kTwo) {
+          high[r][h] = nullptr;
+        } else if (blocks == kX16SuperBlocks) {
+          high[r][h] = group(r) + x16_k23_head_bytes(false) * blocks + 16 * blocks * (4 + h);
+        } else {
+          _mm512_store_si512(high_pad[r][h], load_k23_word<false>(group(r), blocks, 4 + h));
+          high[r][h] = high_pad[r][h];
+        }
+      }
+    }
     __m512i isum[R][T];
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
       __m512i s[R][T];
       __m512i low[R];
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) low[r] = load_q3_k_word(group(r), blocks, p);
+      for (int r = 0; r < R; ++r) low[r] = load_k23_word<kTwo>(group(r), blocks, p);
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         const int k = 4 * p + c;
         __m512i u[R];
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) u[r] = q3_k_word(low[r], load_q3_k_word(group(r), blocks, 4 + k / 8), k);
+        for (int r = 0; r < R; ++r) u[r] = k23_word<kTwo>(low[r], high[r][k / 8], k);
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
           const __m512i xv = _mm512_load_si512(k < 8 ? xt[t][g].lo[k] : xt[t][g].hi[k - 8]);
@@ -631,9 +675,17 @@ void tile_q3_k_x16(const uint8_t* w, int64_t w_stride, const PackedQ8KGroup* x, 
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const PackedQ8KGroup& xg = xt[t][g];
-        __m512i v = _mm512_dpwssd_epi32(isum[r][t], sc[r].offset[0], _mm512_load_si512(xg.bsums[0]));
-        v = _mm512_dpwssd_epi32(v, sc[r].offset[1], _mm512_load_si512(xg.bsums[1]));
-        acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_mul_ps(sc[r].d, _mm512_load_ps(xg.d)), acc[r][t]);
+        const __m512i b0 = _mm512_load_si512(xg.bsums[0]), b1 = _mm512_load_si512(xg.bsums[1]);
+        if constexpr (kTwo) {
+          const __m512i msum = _mm512_dpwssd_epi32(_mm512_madd_epi16(sc[r].pair[0], b0), sc[r].pair[1], b1);  // Σ m·Σx
+          const __m512 v = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), sc[r].dmin,
+                                            _mm512_mul_ps(_mm512_cvtepi32_ps(isum[r][t]), sc[r].d));
+          acc[r][t] = _mm512_fmadd_ps(v, _mm512_load_ps(xg.d), acc[r][t]);
+        } else {
+          __m512i v = _mm512_dpwssd_epi32(isum[r][t], sc[r].pair[0], b0);
+          v = _mm512_dpwssd_epi32(v, sc[r].pair[1], b1);
+          acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_mul_ps(sc[r].d, _mm512_load_ps(xg.d)), acc[r][t]);
+        }
       }
     }
   }
@@ -767,15 +819,6 @@ void tile_float(const WT* w, int64_t w_stride, const float* x, int64_t x_stride,
   store_tile(acc, y, y_stride);
 }
 
-// ---- Q2_K (GGUF layout, plain Q8_K activations; q23_k.inc) -----------------
-
-#include "backend/cpu/q23_k.inc"
-
-// Tiles: two rows' super-blocks unpacked once for up to four tokens
-// (decode: four rows of one token), each element the dot product's bits.
-constexpr int kQ2KRows = 2;
-constexpr int kQ2KTokens = 4;
-
 // ---- dispatch on the run-time tile shape ------------------------------------
 
 using QuantFn = void (*)(const uint8_t*, int64_t, const PackedQ8x16Group*, int64_t, int64_t, float*, int64_t);
@@ -803,21 +846,15 @@ struct X16Inst {
     }
   };
 };
-// Q2_K: q23_k.inc's row tile.
-template <typename Unpacked, typename Block>
-struct K23Inst {
+template <bool kTwo>
+struct K23X16Inst {
   template <int R, int T>
   struct Of {
-    static void run(const uint8_t* w, int64_t ws, const BlockQ8_K* x, int64_t xs, int64_t n, float* y, int64_t ys) {
-      k23_tile<Unpacked, Block, R, T>(w, ws, x, xs, n, y, ys);
+    static void run(const uint8_t* w, int64_t ws, const PackedQ8KGroup* x, int64_t xs, int64_t n, float* y,
+                    int64_t ys) {
+      tile_k23_x16<kTwo, R, T>(w, ws, x, xs, n, y, ys);
     }
   };
-};
-template <int R, int T>
-struct Q3KInst {
-  static void run(const uint8_t* w, int64_t ws, const PackedQ8KGroup* x, int64_t xs, int64_t n, float* y, int64_t ys) {
-    tile_q3_k_x16<R, T>(w, ws, x, xs, n, y, ys);
-  }
 };
 template <int R, int T>
 struct Q6KInst {
@@ -852,8 +889,8 @@ constexpr ShapeTable<QuantFn, kQuantRows, kQuantTokens, X16Inst<Q51Rows>::Of> kQ
 constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, X16Inst<KX16Rows<false>>::Of> kQ4KTiles{};
 constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, X16Inst<KX16Rows<true>>::Of> kQ5KTiles{};
 constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, Q6KInst> kQ6KTiles{};
-constexpr ShapeTable<QuantQ6KFn, kQuantRows, kQuantTokens, K23Inst<Q2KUnpacked, BlockQ2_K>::Of> kQ2KTiles{};
-constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, Q3KInst> kQ3KTiles{};
+constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, K23X16Inst<true>::Of> kQ2KTiles{};
+constexpr ShapeTable<QuantKFn, kQuantRows, kQuantTokens, K23X16Inst<false>::Of> kQ3KTiles{};
 constexpr ShapeTable<FloatFn32, kFloatRows, kFloatTokens, F32Inst> kF32Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, F16Inst> kF16Tiles{};
 constexpr ShapeTable<FloatFn16, kFloatRows, kFloatTokens, BF16Inst> kBF16Tiles{};
@@ -866,7 +903,7 @@ constexpr auto tile_q5_1 = tile_entry<kQ51Tiles, uint8_t, PackedQ8x16Group>;
 constexpr auto tile_q4_k = tile_entry<kQ4KTiles, uint8_t, PackedQ8KGroup>;
 constexpr auto tile_q5_k = tile_entry<kQ5KTiles, uint8_t, PackedQ8KGroup>;
 constexpr auto tile_q6_k = tile_entry<kQ6KTiles, uint8_t, BlockQ8_K>;
-constexpr auto tile_q2_k = tile_entry<kQ2KTiles, uint8_t, BlockQ8_K>;
+constexpr auto tile_q2_k = tile_entry<kQ2KTiles, uint8_t, PackedQ8KGroup>;
 constexpr auto tile_q3_k = tile_entry<kQ3KTiles, uint8_t, PackedQ8KGroup>;
 constexpr auto tile_f32 = tile_entry<kF32Tiles, float, float>;
 constexpr auto tile_f16 = tile_entry<kF16Tiles, uint16_t, float>;

@@ -322,10 +322,10 @@ void i16_panel_rows(const GemmKernels& g, const MatrixView& w, const uint8_t* x,
               });
 }
 
-// Float weights and the GGUF-layout super-block types (Q6_K / Q2_K,
-// reads_q8k_rows) in any layout where the set has their tile; the x16 types (Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q4_K /
-// Q5_K / Q3_K) once prepare_matrix has put them in the x16 layout (a kernel table without their tile kernels reads GGUF
-// rows).
+// Float weights and the GGUF-layout super-block type (Q6_K, reads_q8k_rows)
+// in any layout where the set has its tile; the x16 types (Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q4_K /
+// Q5_K / Q3_K / Q2_K) once prepare_matrix has put them in the x16 layout (a kernel table without their tile kernels
+// reads GGUF rows).
 bool has_tile_kernel(const GemmKernels& g, const MatrixView& w) {
   if (w.layout != WeightLayout::kGguf) return true;  // x16, bf16 or int16 panels
   return (w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16 || reads_q8k_rows(w.dtype)) &&
@@ -429,7 +429,7 @@ Activations prepare_activations(ThreadPool& pool, const Kernels& k, DType w_dtyp
   if (act == DType::kF32) return {reinterpret_cast<const uint8_t*>(x), static_cast<size_t>(cols) * sizeof(float)};
   // One row of x into `out`, in the form the weight's kernels take.
   const int32_t offset = x16_act_offset(w_dtype);
-  // The Q6_K / Q2_K tiles read plain Q8_K rows, like their dot products.
+  // The Q6_K tile reads plain Q8_K rows, like its dot product.
   const bool packed = tiled && !reads_q8k_rows(w_dtype);
   auto quantize = [&](const float* xt, uint8_t* out) {
     if (packed && act == DType::kQ8_K) {
@@ -479,12 +479,12 @@ void compute_matrix_rows(const Kernels& k, bool tiled, bool bf16x, const MatrixV
       case DType::kQ4_K:
       case DType::kQ5_K:
       case DType::kQ3_K:
+      case DType::kQ2_K:
         tiled_rows<uint8_t, PackedQ8KGroup, false>(k_x16_tile(g, w.dtype), shape.rows, shape.tokens, wb, w_row_bytes,
                                                    x.data, x.row_bytes, cols, rows, n_tokens, y, r0, r1,
                                                    k.decode_streams);
         return;
       case DType::kQ6_K:
-      case DType::kQ2_K:
         tiled_rows<uint8_t, BlockQ8_K, false>(q8k_tile(g, w.dtype), shape.rows, shape.tokens, wb, w_row_bytes, x.data,
                                               x.row_bytes, cols, rows, n_tokens, y, r0, r1, k.decode_streams);
         return;

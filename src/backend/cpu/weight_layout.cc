@@ -146,55 +146,64 @@ void convert_row_q45_k(DType t, const uint8_t* src, uint8_t* dst, int64_t cols, 
   }
 }
 
-// Q3_K (weight_layout.h): groups of kX16SuperBlocks super-blocks, lanes =
-// 64-element chunks; the lane entries as Q4_K's (four 6-bit scales), the
-// quants as six bit-plane words per lane.
+// Q2_K and Q3_K (weight_layout.h): groups of kX16SuperBlocks super-blocks,
+// lanes = 64-element chunks; the lanes' four sub-block scales in an entry,
+// the codes as bit-plane words.
 
-// GGUF Q3_K element e (core/dtype.h): its low two bits in qs, third bit in
-// hmask, as (byte offset in the block, bit shift) pairs.
-size_t q3_k_low_byte(int e) {
-  return offsetof(BlockQ3_K, qs) + static_cast<size_t>(32 * (e / 128) + e % 32);
+// GGUF Q2_K / Q3_K element e (core/dtype.h): its low two bits in qs, Q3_K's
+// third bit in hmask, as (byte offset in qs / hmask, bit shift) pairs.
+size_t k23_low_byte(int e) {
+  return static_cast<size_t>(32 * (e / 128) + e % 32);
 }
-int q3_k_low_shift(int e) {
+int k23_low_shift(int e) {
   return 2 * ((e % 128) / 32);
 }
 size_t q3_k_high_byte(int e) {
-  return offsetof(BlockQ3_K, hmask) + static_cast<size_t>(e % 32);
+  return static_cast<size_t>(e % 32);
 }
 int q3_k_high_shift(int e) {
   return 4 * (e / 128) + (e % 128) / 32;
 }
 
-void convert_row_q3_k(const uint8_t* src, uint8_t* dst, int64_t cols, bool to_x16) {
-  constexpr size_t kBlock = sizeof(BlockQ3_K);
+void convert_row_k23(DType t, const uint8_t* src, uint8_t* dst, int64_t cols, bool to_x16) {
+  const bool two = t == DType::kQ2_K;
+  const size_t kBlock = dtype_block_bytes(t);
+  const size_t qs_at = two ? offsetof(BlockQ2_K, qs) : offsetof(BlockQ3_K, qs);
+  const size_t d_at = two ? offsetof(BlockQ2_K, d) : offsetof(BlockQ3_K, d);
+  const size_t scales_at = two ? offsetof(BlockQ2_K, scales) : offsetof(BlockQ3_K, scales);
+  const size_t head = static_cast<size_t>(x16_k23_head_bytes(two));
   const int64_t nb = cols / kSuperBlockElems;
   for (int64_t b0 = 0; b0 < nb; b0 += kX16SuperBlocks) {
     const auto g = static_cast<size_t>(std::min<int64_t>(kX16SuperBlocks, nb - b0));
     const size_t lanes = 4 * g;
     const uint8_t* in = src + static_cast<size_t>(b0) * kBlock;  // the group, both layouts
     uint8_t* out = dst + static_cast<size_t>(b0) * kBlock;
-    const size_t quants = kX16Q3KHeadBytes * g;  // the x16 group's first quant word
+    const size_t quants = head * g;  // the x16 group's first quant word
     // Byte i of x16 word j of lane L.
     auto x16_byte = [&](size_t j, size_t lane, size_t i) { return quants + (j * lanes + lane) * kWordBytes + i; };
+    // Copies n bytes between a GGUF offset and an x16 offset of the group.
+    auto move = [&](size_t gguf, size_t x16, size_t n) {
+      std::memcpy(out + (to_x16 ? x16 : gguf), in + (to_x16 ? gguf : x16), n);
+    };
     std::memset(out, 0, g * kBlock);  // both layouts' bits are or-ed in below
     for (size_t s = 0; s < g; ++s) {
       const size_t block = s * kBlock;
-      const size_t d_at = block + offsetof(BlockQ3_K, d);
-      std::memcpy(out + (to_x16 ? 2 * s : d_at), in + (to_x16 ? d_at : 2 * s), 2);
+      move(block + d_at, 2 * s, 2);
+      if (two) move(block + offsetof(BlockQ2_K, dmin), 2 * g + 2 * s, 2);
       int sc[16];
       for (size_t c = 0; c < 4; ++c) {
         const size_t lane = 4 * s + c;
-        const size_t entry = 2 * g + 3 * lane;  // in the x16 group
-        if (to_x16) {
+        if (two) {
+          move(block + scales_at + 4 * c, 4 * g + 4 * lane, 4);  // the 4 bytes sc | m << 4 as they are
+        } else if (to_x16) {
           uint32_t e = 0;
           for (int p = 0; p < 4; ++p) {
-            e |= static_cast<uint32_t>(q3k_scale(static_cast<int>(4 * c) + p, in + block + offsetof(BlockQ3_K, scales)))
-                 << (6 * p);
+            e |= static_cast<uint32_t>(q3k_scale(static_cast<int>(4 * c) + p, in + block + scales_at)) << (6 * p);
           }
-          for (size_t i = 0; i < 3; ++i) out[entry + i] = static_cast<uint8_t>(e >> (8 * i));
+          for (size_t i = 0; i < 3; ++i) out[2 * g + 3 * lane + i] = static_cast<uint8_t>(e >> (8 * i));
         } else {
           uint32_t e = 0;
-          for (size_t i = 0; i < 3; ++i) e |= uint32_t{in[entry + i]} << (8 * i);
+          for (size_t i = 0; i < 3; ++i) e |= uint32_t{in[2 * g + 3 * lane + i]} << (8 * i);
           for (int p = 0; p < 4; ++p) sc[4 * c + static_cast<size_t>(p)] = static_cast<int>((e >> (6 * p)) & 63);
         }
         for (int el = 0; el < 64; ++el) {
@@ -203,21 +212,26 @@ void convert_row_q3_k(const uint8_t* src, uint8_t* dst, int64_t cols, bool to_x1
           const auto i = static_cast<size_t>(el % 4);
           const size_t low = x16_byte(static_cast<size_t>(k / 4), lane, i);
           const int low_shift = 2 * (k % 4);
+          const size_t gguf_low = block + qs_at + k23_low_byte(e);
+          if (to_x16) {
+            out[low] |= static_cast<uint8_t>(((in[gguf_low] >> k23_low_shift(e)) & 3) << low_shift);
+          } else {
+            out[gguf_low] |= static_cast<uint8_t>(((in[low] >> low_shift) & 3) << k23_low_shift(e));
+          }
+          if (two) continue;
           const size_t high = x16_byte(static_cast<size_t>(4 + k / 8), lane, i);
           const int high_shift = k % 8;
-          const size_t gguf_low = block + q3_k_low_byte(e), gguf_high = block + q3_k_high_byte(e);
+          const size_t gguf_high = block + offsetof(BlockQ3_K, hmask) + q3_k_high_byte(e);
           if (to_x16) {
-            out[low] |= static_cast<uint8_t>(((in[gguf_low] >> q3_k_low_shift(e)) & 3) << low_shift);
             out[high] |= static_cast<uint8_t>(((in[gguf_high] >> q3_k_high_shift(e)) & 1) << high_shift);
           } else {
-            out[gguf_low] |= static_cast<uint8_t>(((in[low] >> low_shift) & 3) << q3_k_low_shift(e));
             out[gguf_high] |= static_cast<uint8_t>(((in[high] >> high_shift) & 1) << q3_k_high_shift(e));
           }
         }
       }
-      if (!to_x16) {
+      if (!to_x16 && !two) {
         // The 6-bit scales back into scales[12] (core/dtype.h, q3k_scale's inverse).
-        uint8_t* scales = out + block + offsetof(BlockQ3_K, scales);
+        uint8_t* scales = out + block + scales_at;
         for (int j = 0; j < 16; ++j) {
           scales[j % 8] = static_cast<uint8_t>(scales[j % 8] | (sc[j] & 15) << (j < 8 ? 0 : 4));
           scales[8 + j % 4] = static_cast<uint8_t>(scales[8 + j % 4] | (sc[j] >> 4) << (2 * (j / 4)));
@@ -235,8 +249,8 @@ void convert_rows(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64
     const size_t off = static_cast<size_t>(r) * row_bytes;
     if (t == DType::kQ4_K || t == DType::kQ5_K) {
       convert_row_q45_k(t, src + off, dst + off, cols, to_x16);
-    } else if (t == DType::kQ3_K) {
-      convert_row_q3_k(src + off, dst + off, cols, to_x16);
+    } else if (t == DType::kQ2_K || t == DType::kQ3_K) {
+      convert_row_k23(t, src + off, dst + off, cols, to_x16);
     } else {
       convert_row(t, src + off, dst + off, cols, to_x16);
     }
@@ -319,7 +333,7 @@ void repack_rows_as_i16_panel(DType t, const uint16_t* src, int16_t* dst, float*
 
 bool has_x16_layout(DType t) {
   return t == DType::kQ4_0 || t == DType::kQ8_0 || t == DType::kQ4_K || t == DType::kQ4_1 || t == DType::kQ5_0 ||
-         t == DType::kQ5_1 || t == DType::kQ5_K || t == DType::kQ3_K;
+         t == DType::kQ5_1 || t == DType::kQ5_K || t == DType::kQ3_K || t == DType::kQ2_K;
 }
 
 void repack_rows_x16(DType t, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {

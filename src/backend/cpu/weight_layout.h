@@ -1,7 +1,7 @@
 // Weight layouts. Matrices come as GGUF stores them: row-major, each row a
 // run of blocks, each block its f16 scale then its quants. The tile kernels
 // (gemm.h: AVX-512 VNNI and AVX2) read Q4_0, Q8_0, Q4_K, Q4_1, Q5_0, Q5_1,
-// Q5_K and Q3_K rows in an interleaved layout instead, made once when a Transformer
+// Q5_K, Q3_K and Q2_K rows in an interleaved layout instead, made once when a Transformer
 // is built (prepare_matrix):
 //
 //   x16: each row's blocks in groups of 16 (the last group of a row may hold
@@ -47,7 +47,12 @@
 //   Quant word k (0..15) of a lane, elements 4k..4k+3, is then bits
 //   2(k % 4).. of word k / 4 with bit k % 8 of word 4 + k / 8 on top.
 //
-// One 64-byte load then holds word k of 16 blocks (Q4_K / Q5_K / Q3_K: of 16 chunks), so vpdpbusd leaves each
+//   Q2_K: the same groups, lanes and low-bit words (u is two bits). A group
+//   keeps its g * 84 bytes: the g f16 d, the g f16 dmin (4g bytes), per
+//   lane its 4 sub-blocks' GGUF scale bytes sc | m << 4 as they are (16g
+//   bytes), then at 20g the four words per lane.
+//
+// One 64-byte load then holds word k of 16 blocks (the K-quants: of 16 chunks), so vpdpbusd leaves each
 // block's integer dot product in a lane of its own and the block scales
 // apply to 16 blocks with one convert and one FMA (four blocks per FMA with
 // the GGUF layout, plus the shuffles to gather them): ~1.5x the kernel's
@@ -151,7 +156,7 @@ inline bool fits_i16_panels(int64_t rows, int64_t cols, int panel_rows) {
 void repack_rows_as_i16_panel(DType t, const uint16_t* src, int16_t* dst, float* scales, int64_t rows, int64_t cols,
                               int panel_rows, const GemmKernels* g = nullptr);
 
-// Blocks per interleaved group (Q4_0, Q8_0, ...) and super-blocks per group (Q4_K, Q5_K, Q3_K).
+// Blocks per interleaved group (Q4_0, Q8_0, ...) and super-blocks per group (Q4_K, Q5_K, Q3_K, Q2_K).
 inline constexpr int kX16Blocks = 16;
 inline constexpr int kX16SuperBlocks = 4;
 // Bytes per super-block of a Q4_K / Q5_K x16 group before its quant words
@@ -162,12 +167,14 @@ inline constexpr int x16_k_head_bytes(bool five) {
   return five ? 48 : 16;
 }
 
-// Bytes per super-block of a Q3_K x16 group before its quant words (d and
-// the lane entries): a group of g super-blocks has quant word j of lane L at
-// kX16Q3KHeadBytes * g + 4 * (4g * j + L).
-inline constexpr int kX16Q3KHeadBytes = 14;
+// Bytes per super-block of a Q2_K (two) / Q3_K x16 group before its quant
+// words (d, Q2_K's dmin, the lane entries): a group of g super-blocks has
+// quant word j of lane L at x16_k23_head_bytes(two) * g + 4 * (4g * j + L).
+inline constexpr int x16_k23_head_bytes(bool two) {
+  return two ? 20 : 14;
+}
 
-// Whether dtype t has an x16 layout (Q4_0, Q8_0, Q4_K, Q4_1, Q5_0, Q5_1, Q5_K, Q3_K).
+// Whether dtype t has an x16 layout (Q4_0, Q8_0, Q4_K, Q4_1, Q5_0, Q5_1, Q5_K, Q3_K, Q2_K).
 bool has_x16_layout(DType t);
 
 // Rewrites `rows` rows of `cols` elements (a multiple of the block) from the GGUF
