@@ -580,6 +580,34 @@ TEST(Gemm, ExtremeQuantsGiveExactIntegerSums) {
   if (!any) GTEST_SKIP() << "no ISA with quantized tile kernels on this CPU";
 }
 
+// For the Q2_K / Q3_K cases below: rows of 1024 and 1280 elements (a short
+// last group) of 2 * quant_rows + 1 rows, each super-block b of row r
+// zeroed and then written by fill(block, r, b, wq) with its 256 integer
+// values in wq; repacked to x16 and checked by expect_exact_integer_sums.
+template <typename Block, typename Fill>
+void expect_k23_exact_sums(const GemmKernels& g, DType t, Fill fill) {
+  for (int64_t n : {1024, 1280}) {
+    SCOPED_TRACE(std::string(dtype_name(t)) + " n=" + std::to_string(n));
+    const int64_t rows = 2 * g.quant_rows + 1, tokens = 2 * g.quant_tokens + 1, nb = n / kSuperBlockElems;
+    Problem p{t, rows, tokens, n, {}, {}, {}, {}, dtype_row_bytes(t, n)};
+    std::vector<uint8_t> gguf(p.w_row_bytes * static_cast<size_t>(rows), 0);
+    std::vector<int32_t> wq(static_cast<size_t>(rows * n));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t b = 0; b < nb; ++b) {
+        fill(reinterpret_cast<Block*>(gguf.data() + static_cast<size_t>(r) * p.w_row_bytes)[b], r, b,
+             wq.data() + r * n + b * kSuperBlockElems);
+      }
+    }
+    p.w.resize(gguf.size());
+    repack_rows_x16(t, gguf.data(), p.w.data(), rows, n);
+    expect_exact_integer_sums(g, p, wq);
+  }
+}
+// Whether element e of super-block b of row r takes the high code.
+bool k23_extreme_high(int64_t r, int64_t b, int e) {
+  return r % 3 == 0 || ((r + b + e / 8) & 1) == 0;
+}
+
 // The same for the x16 super-block formats Q4_K, Q5_K (and Q3_K, Q2_K below): quants 0 / 15
 // (Q4_K) and 0 / 31 (Q5_K) against activations ±127 and 0, with d = 1,
 // dmin = 0 and every sub-block scale 1, so that each output is the exact
@@ -632,71 +660,43 @@ TEST(Gemm, ExtremeKQuantsGiveExactIntegerSums) {
     // scale at an end of its range (stored 0 / 63: -32 / +31), the others
     // +-1 (|y| < 2^24 then): a sub-block sum that wrapped in s16 or a scale
     // or offset taken from the wrong lane or sub-block would show.
-    if (!has_tile(*g, DType::kQ3_K)) continue;
-    for (int64_t n : {1024, 1280}) {
-      SCOPED_TRACE("q3_k n=" + std::to_string(n));
-      const DType t = DType::kQ3_K;
-      const int64_t rows = 2 * g->quant_rows + 1, tokens = 2 * g->quant_tokens + 1, nb = n / kSuperBlockElems;
-      Problem p{t, rows, tokens, n, {}, {}, {}, {}, dtype_row_bytes(t, n)};
-      std::vector<uint8_t> gguf(p.w_row_bytes * static_cast<size_t>(rows), 0);
-      std::vector<int32_t> wq(static_cast<size_t>(rows * n));
-      for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t b = 0; b < nb; ++b) {
-          auto& blk = reinterpret_cast<BlockQ3_K*>(gguf.data() + static_cast<size_t>(r) * p.w_row_bytes)[b];
-          blk.d = fp32_to_fp16(1.0f);
-          int sc[16];
-          for (int j = 0; j < 16; ++j) {
-            const bool odd = ((r + b + j / 4) & 1) != 0;
-            sc[j] = j % 4 == 0 ? (odd ? 63 : 0) : (odd ? 33 : 31);
-            // core/dtype.h: low 4 bits in scales[j % 8] (high nibble for j >= 8), high 2 in scales[8 + j % 4].
-            blk.scales[j % 8] = static_cast<uint8_t>(blk.scales[j % 8] | (sc[j] & 15) << (j < 8 ? 0 : 4));
-            blk.scales[8 + j % 4] = static_cast<uint8_t>(blk.scales[8 + j % 4] | (sc[j] >> 4) << (2 * (j / 4)));
-          }
-          for (int e = 0; e < kSuperBlockElems; ++e) {
-            const bool high = r % 3 == 0 || ((r + b + e / 8) & 1) == 0;
-            const int u = high ? 7 : 0;
-            const int h = e / 128, c = e % 128 / 32, l = e % 32;
-            blk.qs[32 * h + l] = static_cast<uint8_t>(blk.qs[32 * h + l] | (u & 3) << (2 * c));
-            blk.hmask[l] = static_cast<uint8_t>(blk.hmask[l] | (u >> 2) << (4 * h + c));
-            wq[static_cast<size_t>(r * n + b * kSuperBlockElems + e)] = (sc[e / 16] - 32) * (u - 4);
-          }
+    if (has_tile(*g, DType::kQ3_K)) {
+      expect_k23_exact_sums<BlockQ3_K>(*g, DType::kQ3_K, [](BlockQ3_K& blk, int64_t r, int64_t b, int32_t* wq) {
+        blk.d = fp32_to_fp16(1.0f);
+        int sc[16];
+        for (int j = 0; j < 16; ++j) {
+          const bool odd = ((r + b + j / 4) & 1) != 0;
+          sc[j] = j % 4 == 0 ? (odd ? 63 : 0) : (odd ? 33 : 31);
+          // core/dtype.h: low 4 bits in scales[j % 8] (high nibble for j >= 8), high 2 in scales[8 + j % 4].
+          blk.scales[j % 8] = static_cast<uint8_t>(blk.scales[j % 8] | (sc[j] & 15) << (j < 8 ? 0 : 4));
+          blk.scales[8 + j % 4] = static_cast<uint8_t>(blk.scales[8 + j % 4] | (sc[j] >> 4) << (2 * (j / 4)));
         }
-      }
-      p.w.resize(gguf.size());
-      repack_rows_x16(t, gguf.data(), p.w.data(), rows, n);
-      expect_exact_integer_sums(*g, p, wq);
+        for (int e = 0; e < kSuperBlockElems; ++e) {
+          const int u = k23_extreme_high(r, b, e) ? 7 : 0;
+          const int h = e / 128, c = e % 128 / 32, l = e % 32;
+          blk.qs[32 * h + l] = static_cast<uint8_t>(blk.qs[32 * h + l] | (u & 3) << (2 * c));
+          blk.hmask[l] = static_cast<uint8_t>(blk.hmask[l] | (u >> 2) << (4 * h + c));
+          wq[e] = (sc[e / 16] - 32) * (u - 4);
+        }
+      });
     }
     // Q2_K: codes 0 / 3, d = dmin = 1, scales 1 / 15 and minima 0 / 15 by
     // sub-block: y = sum of sc * u * x - m * x, exact (|y| < 2^24).
-    if (!has_tile(*g, DType::kQ2_K)) continue;
-    for (int64_t n : {1024, 1280}) {
-      SCOPED_TRACE("q2_k n=" + std::to_string(n));
-      const DType t = DType::kQ2_K;
-      const int64_t rows = 2 * g->quant_rows + 1, tokens = 2 * g->quant_tokens + 1, nb = n / kSuperBlockElems;
-      Problem p{t, rows, tokens, n, {}, {}, {}, {}, dtype_row_bytes(t, n)};
-      std::vector<uint8_t> gguf(p.w_row_bytes * static_cast<size_t>(rows), 0);
-      std::vector<int32_t> wq(static_cast<size_t>(rows * n));
-      for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t b = 0; b < nb; ++b) {
-          auto& blk = reinterpret_cast<BlockQ2_K*>(gguf.data() + static_cast<size_t>(r) * p.w_row_bytes)[b];
-          blk.d = blk.dmin = fp32_to_fp16(1.0f);
-          for (int j = 0; j < 16; ++j) {
-            const int sc = ((r + b + j) & 1) != 0 ? 15 : 1, m = ((r + j / 2) & 1) != 0 ? 15 : 0;
-            blk.scales[j] = static_cast<uint8_t>(sc | m << 4);
-          }
-          for (int e = 0; e < kSuperBlockElems; ++e) {
-            const bool high = r % 3 == 0 || ((r + b + e / 8) & 1) == 0;
-            const int u = high ? 3 : 0;
-            const int h = e / 128, c = e % 128 / 32, l = e % 32;
-            blk.qs[32 * h + l] = static_cast<uint8_t>(blk.qs[32 * h + l] | u << (2 * c));
-            const uint8_t sm = blk.scales[e / 16];
-            wq[static_cast<size_t>(r * n + b * kSuperBlockElems + e)] = (sm & 15) * u - (sm >> 4);
-          }
+    if (has_tile(*g, DType::kQ2_K)) {
+      expect_k23_exact_sums<BlockQ2_K>(*g, DType::kQ2_K, [](BlockQ2_K& blk, int64_t r, int64_t b, int32_t* wq) {
+        blk.d = blk.dmin = fp32_to_fp16(1.0f);
+        for (int j = 0; j < 16; ++j) {
+          const int sc = ((r + b + j) & 1) != 0 ? 15 : 1, m = ((r + j / 2) & 1) != 0 ? 15 : 0;
+          blk.scales[j] = static_cast<uint8_t>(sc | m << 4);
         }
-      }
-      p.w.resize(gguf.size());
-      repack_rows_x16(t, gguf.data(), p.w.data(), rows, n);
-      expect_exact_integer_sums(*g, p, wq);
+        for (int e = 0; e < kSuperBlockElems; ++e) {
+          const int u = k23_extreme_high(r, b, e) ? 3 : 0;
+          const int h = e / 128, c = e % 128 / 32, l = e % 32;
+          blk.qs[32 * h + l] = static_cast<uint8_t>(blk.qs[32 * h + l] | u << (2 * c));
+          const uint8_t sm = blk.scales[e / 16];
+          wq[e] = (sm & 15) * u - (sm >> 4);
+        }
+      });
     }
   }
   if (!any) GTEST_SKIP() << "no ISA with Q4_K / Q5_K tile kernels on this CPU";
