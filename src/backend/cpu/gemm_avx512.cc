@@ -357,7 +357,7 @@ struct Q4KScales {
   __m512 scale_lo, scale_hi, min_lo, min_hi;
 };
 
-Q4KScales load_q4_k_scales(const uint8_t* p, int blocks) {
+[[gnu::always_inline]] inline Q4KScales load_q4_k_scales(const uint8_t* p, int blocks) {
   Q4KScales g;
   const auto block_mask = static_cast<__mmask8>((1u << blocks) - 1u);
   const int lanes = 4 * blocks;
