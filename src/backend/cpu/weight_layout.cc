@@ -150,19 +150,79 @@ void convert_row_q45_k(DType t, const uint8_t* src, uint8_t* dst, int64_t cols, 
 // lanes = 64-element chunks; the lanes' four sub-block scales in an entry,
 // the codes as bit-plane words.
 
-// GGUF Q2_K / Q3_K element e (core/dtype.h): its low two bits in qs, Q3_K's
-// third bit in hmask, as (byte offset in qs / hmask, bit shift) pairs.
-size_t k23_low_byte(int e) {
-  return static_cast<size_t>(32 * (e / 128) + e % 32);
+// A super-block's codes as one byte per element: low two bits (lo) and
+// Q3_K's third bit (hi), the form both layouts convert through.
+struct K23Codes {
+  uint8_t lo[kSuperBlockElems], hi[kSuperBlockElems];
+};
+
+// GGUF (core/dtype.h): element 128h + 32c + l has its low bits at bits
+// 2c..2c+1 of qs[32h + l] and its third bit at bit 4h + c of hmask[l].
+void k23_codes_from_gguf(const uint8_t* qs, const uint8_t* hmask, K23Codes& u) {
+  for (int h = 0; h < 2; ++h) {
+    for (int c = 0; c < 4; ++c) {
+      for (int l = 0; l < 32; ++l) {
+        const int e = 128 * h + 32 * c + l;
+        u.lo[e] = static_cast<uint8_t>((qs[32 * h + l] >> (2 * c)) & 3);
+        if (hmask != nullptr) u.hi[e] = static_cast<uint8_t>((hmask[l] >> (4 * h + c)) & 1);
+      }
+    }
+  }
 }
-int k23_low_shift(int e) {
-  return 2 * ((e % 128) / 32);
+void k23_codes_to_gguf(const K23Codes& u, uint8_t* qs, uint8_t* hmask) {
+  std::memset(qs, 0, 64);
+  if (hmask != nullptr) std::memset(hmask, 0, 32);
+  for (int h = 0; h < 2; ++h) {
+    for (int c = 0; c < 4; ++c) {
+      for (int l = 0; l < 32; ++l) {
+        const int e = 128 * h + 32 * c + l;
+        qs[32 * h + l] = static_cast<uint8_t>(qs[32 * h + l] | u.lo[e] << (2 * c));
+        if (hmask != nullptr) hmask[l] = static_cast<uint8_t>(hmask[l] | u.hi[e] << (4 * h + c));
+      }
+    }
+  }
 }
-size_t q3_k_high_byte(int e) {
-  return static_cast<size_t>(e % 32);
+
+// x16 (weight_layout.h): lane L's low-bit word p has, in bits 2m..2m+1 of
+// byte i, chunk element 16p + 4m + i; its third-bit word 4 + h has, in bit m
+// of byte i, element 32h + 4m + i. word(j, i) is byte i of lane L's word j
+// (chunk c of super-block s).
+template <typename Word>
+void k23_codes_to_x16(const K23Codes& u, int c, bool third, Word word) {
+  const uint8_t* lo = u.lo + 64 * c;
+  const uint8_t* hi = u.hi + 64 * c;
+  for (int p = 0; p < 4; ++p) {
+    for (int i = 0; i < 4; ++i) {
+      const int e = 16 * p + i;
+      word(p, i) = static_cast<uint8_t>(lo[e] | lo[e + 4] << 2 | lo[e + 8] << 4 | lo[e + 12] << 6);
+    }
+  }
+  if (!third) return;
+  for (int h = 0; h < 2; ++h) {
+    for (int i = 0; i < 4; ++i) {
+      int v = 0;
+      for (int m = 0; m < 8; ++m) v |= hi[32 * h + 4 * m + i] << m;
+      word(4 + h, i) = static_cast<uint8_t>(v);
+    }
+  }
 }
-int q3_k_high_shift(int e) {
-  return 4 * (e / 128) + (e % 128) / 32;
+template <typename Word>
+void k23_codes_from_x16(K23Codes& u, int c, bool third, Word word) {
+  uint8_t* lo = u.lo + 64 * c;
+  uint8_t* hi = u.hi + 64 * c;
+  for (int p = 0; p < 4; ++p) {
+    for (int i = 0; i < 4; ++i) {
+      const int b = word(p, i);
+      for (int m = 0; m < 4; ++m) lo[16 * p + 4 * m + i] = static_cast<uint8_t>((b >> (2 * m)) & 3);
+    }
+  }
+  if (!third) return;
+  for (int h = 0; h < 2; ++h) {
+    for (int i = 0; i < 4; ++i) {
+      const int b = word(4 + h, i);
+      for (int m = 0; m < 8; ++m) hi[32 * h + 4 * m + i] = static_cast<uint8_t>((b >> m) & 1);
+    }
+  }
 }
 
 void convert_row_k23(DType t, const uint8_t* src, uint8_t* dst, int64_t cols, bool to_x16) {
@@ -173,24 +233,27 @@ void convert_row_k23(DType t, const uint8_t* src, uint8_t* dst, int64_t cols, bo
   const size_t scales_at = two ? offsetof(BlockQ2_K, scales) : offsetof(BlockQ3_K, scales);
   const size_t head = static_cast<size_t>(x16_k23_head_bytes(two));
   const int64_t nb = cols / kSuperBlockElems;
+  K23Codes u{};
   for (int64_t b0 = 0; b0 < nb; b0 += kX16SuperBlocks) {
     const auto g = static_cast<size_t>(std::min<int64_t>(kX16SuperBlocks, nb - b0));
     const size_t lanes = 4 * g;
     const uint8_t* in = src + static_cast<size_t>(b0) * kBlock;  // the group, both layouts
     uint8_t* out = dst + static_cast<size_t>(b0) * kBlock;
-    const size_t quants = head * g;  // the x16 group's first quant word
-    // Byte i of x16 word j of lane L.
-    auto x16_byte = [&](size_t j, size_t lane, size_t i) { return quants + (j * lanes + lane) * kWordBytes + i; };
+    const uint8_t* x16 = to_x16 ? out : in;  // the group in the x16 layout
+    const size_t quants = head * g;          // its first quant word
     // Copies n bytes between a GGUF offset and an x16 offset of the group.
-    auto move = [&](size_t gguf, size_t x16, size_t n) {
-      std::memcpy(out + (to_x16 ? x16 : gguf), in + (to_x16 ? gguf : x16), n);
+    auto move = [&](size_t gguf, size_t at, size_t n) {
+      std::memcpy(out + (to_x16 ? at : gguf), in + (to_x16 ? gguf : at), n);
     };
-    std::memset(out, 0, g * kBlock);  // both layouts' bits are or-ed in below
     for (size_t s = 0; s < g; ++s) {
       const size_t block = s * kBlock;
+      const uint8_t* gguf = (to_x16 ? in : out) + block;
       move(block + d_at, 2 * s, 2);
       if (two) move(block + offsetof(BlockQ2_K, dmin), 2 * g + 2 * s, 2);
-      int sc[16];
+      if (to_x16) {
+        k23_codes_from_gguf(gguf + qs_at, two ? nullptr : gguf + offsetof(BlockQ3_K, hmask), u);
+      }
+      int sc[16] = {};
       for (size_t c = 0; c < 4; ++c) {
         const size_t lane = 4 * s + c;
         if (two) {
@@ -206,35 +269,25 @@ void convert_row_k23(DType t, const uint8_t* src, uint8_t* dst, int64_t cols, bo
           for (size_t i = 0; i < 3; ++i) e |= uint32_t{in[2 * g + 3 * lane + i]} << (8 * i);
           for (int p = 0; p < 4; ++p) sc[4 * c + static_cast<size_t>(p)] = static_cast<int>((e >> (6 * p)) & 63);
         }
-        for (int el = 0; el < 64; ++el) {
-          const int e = 64 * static_cast<int>(c) + el;
-          const int k = el / 4;  // quant word of the chunk
-          const auto i = static_cast<size_t>(el % 4);
-          const size_t low = x16_byte(static_cast<size_t>(k / 4), lane, i);
-          const int low_shift = 2 * (k % 4);
-          const size_t gguf_low = block + qs_at + k23_low_byte(e);
-          if (to_x16) {
-            out[low] |= static_cast<uint8_t>(((in[gguf_low] >> k23_low_shift(e)) & 3) << low_shift);
-          } else {
-            out[gguf_low] |= static_cast<uint8_t>(((in[low] >> low_shift) & 3) << k23_low_shift(e));
-          }
-          if (two) continue;
-          const size_t high = x16_byte(static_cast<size_t>(4 + k / 8), lane, i);
-          const int high_shift = k % 8;
-          const size_t gguf_high = block + offsetof(BlockQ3_K, hmask) + q3_k_high_byte(e);
-          if (to_x16) {
-            out[high] |= static_cast<uint8_t>(((in[gguf_high] >> q3_k_high_shift(e)) & 1) << high_shift);
-          } else {
-            out[gguf_high] |= static_cast<uint8_t>(((in[high] >> high_shift) & 1) << q3_k_high_shift(e));
-          }
+        // Byte i of x16 word j of this lane.
+        auto at = [&](int j, int i) { return quants + (static_cast<size_t>(j) * lanes + lane) * kWordBytes + i; };
+        if (to_x16) {
+          k23_codes_to_x16(u, static_cast<int>(c), !two, [&](int j, int i) -> uint8_t& { return out[at(j, i)]; });
+        } else {
+          k23_codes_from_x16(u, static_cast<int>(c), !two, [&](int j, int i) { return x16[at(j, i)]; });
         }
       }
-      if (!to_x16 && !two) {
-        // The 6-bit scales back into scales[12] (core/dtype.h, q3k_scale's inverse).
-        uint8_t* scales = out + block + scales_at;
-        for (int j = 0; j < 16; ++j) {
-          scales[j % 8] = static_cast<uint8_t>(scales[j % 8] | (sc[j] & 15) << (j < 8 ? 0 : 4));
-          scales[8 + j % 4] = static_cast<uint8_t>(scales[8 + j % 4] | (sc[j] >> 4) << (2 * (j / 4)));
+      if (!to_x16) {
+        uint8_t* blk = out + block;
+        k23_codes_to_gguf(u, blk + qs_at, two ? nullptr : blk + offsetof(BlockQ3_K, hmask));
+        if (!two) {
+          // The 6-bit scales back into scales[12] (core/dtype.h, q3k_scale's inverse).
+          uint8_t* scales = blk + scales_at;
+          std::memset(scales, 0, 12);
+          for (int j = 0; j < 16; ++j) {
+            scales[j % 8] = static_cast<uint8_t>(scales[j % 8] | (sc[j] & 15) << (j < 8 ? 0 : 4));
+            scales[8 + j % 4] = static_cast<uint8_t>(scales[8 + j % 4] | (sc[j] >> 4) << (2 * (j / 4)));
+          }
         }
       }
     }
