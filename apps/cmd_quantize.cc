@@ -44,7 +44,9 @@ Runner register_quantize(CLI::App& app) {
   sub->add_option("input", o->input, "Input GGUF file (f32/f16/bf16/any readable type) or Hugging Face directory")
       ->required();
   sub->add_option("output", o->output, "Output .gguf path")->required();
-  sub->add_option("type", o->type, "Target: q8_0, q4_0, q4_1, q5_0, q5_1, q2_k..q6_k, f16, bf16, f32, q4_k_m, q5_k_m")
+  sub->add_option(
+         "type", o->type,
+         "Target: q8_0, q4_0, q4_1, q5_0, q5_1, q2_k..q6_k, f16, bf16, f32, or a mix: q3_k_s/m/l, q4_k_s/m, q5_k_s/m")
       ->required()
       ->check(CLI::IsMember(tools::quantize_type_names()));
   sub->add_option("-t,--threads", o->threads, "Worker threads (default: physical cores)")->check(CLI::Range(1, 1024));

@@ -24,7 +24,7 @@ Runner register_random_model(CLI::App& app) {
   auto o = std::make_shared<RandomModelOptions>();
   CLI::App* sub = app.add_subcommand("random-model", "Write a GGUF model with random weights in a real model's shape");
   sub->add_option("--shape", o->preset, "Shape preset")->check(CLI::IsMember(tools::random_model_shape_names()));
-  sub->add_option("--dtype", o->dtype, "Weight type of the matrices, or a mix preset (q4_k_m, q5_k_m)")
+  sub->add_option("--dtype", o->dtype, "Weight type of the matrices, or a mix preset (q3_k_m, q4_k_m, ...)")
       ->check(CLI::IsMember(tools::quantize_type_names()));
   sub->add_option("-o,--output", o->output, "Output .gguf path")->required();
   sub->add_option("--seed", o->seed, "Random seed");
@@ -34,9 +34,10 @@ Runner register_random_model(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   sub->add_option("-t,--threads", o->threads, "Worker threads (default: physical cores)")->check(CLI::Range(1, 1024));
   return [o] {
-    const Status st = tools::write_random_model(
+    const auto r = tools::write_random_model(
         o->preset, o->dtype, o->seed, o->threads > 0 ? o->threads : physical_cores(), o->output, o->greedy_cycle);
-    if (!st.ok()) return fail(st);
+    if (!r.ok()) return fail(r.status());
+    for (const std::string& n : r->notes) fmt::print(stderr, "note: {}\n", n);
     fmt::print(stderr, "wrote {} ({} {}, random weights, seed {}{})\n", o->output, o->preset, o->dtype, o->seed,
                o->greedy_cycle > 0 ? fmt::format(", greedy cycle {}", o->greedy_cycle) : std::string());
     return 0;

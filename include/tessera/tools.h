@@ -47,7 +47,8 @@ struct QuantizeSummary {
 // Called after each tensor: (tensors done, tensors in all, the tensor's name).
 using Progress = std::function<void(int done, int total, const std::string& name)>;
 // `type`: a block format ("q8_0", "q4_0", "q4_k", ...), "f16"/"bf16"/"f32",
-// or a mix ("q4_k_m", "q5_k_m": llama.cpp's tensor-by-tensor choices).
+// or a mix ("q3_k_s", "q3_k_m", "q3_k_l", "q4_k_s", "q4_k_m", "q5_k_s",
+// "q5_k_m": llama.cpp's tensor-by-tensor choices, listed in src/model/quantize_model.h).
 // `threads` >= 1. Errors: an unknown type, a missing/corrupt input, non-finite weights, an unwritable output,
 // an output that is the input file itself (kInvalidArgument; the input is left alone), an output directory
 // that does not exist (kNotFound, before any tensor is read).
@@ -61,9 +62,14 @@ std::vector<std::string> quantize_type_names();
 // `greedy_cycle` >= 1: weights under which greedy decoding cycles with that
 // period (a synthetic repetitive model for speculative-decoding benchmarks;
 // see RandomModelShape::greedy_cycle in src/model/random_model.h); 0: plain.
+// Matrices whose rows do not fit the type's block (the "tiny" shape's 64-wide
+// rows under a 256-element K-quant) fall back as in quantize, one note each.
 // Errors: an unknown shape or type, a cycle longer than the vocabulary, an unwritable output.
-Status write_random_model(const std::string& shape, const std::string& dtype, uint64_t seed, int threads,
-                          const std::string& out_path, int greedy_cycle = 0);
+struct RandomModelSummary {
+  std::vector<std::string> notes;  // one line per fallback
+};
+Result<RandomModelSummary> write_random_model(const std::string& shape, const std::string& dtype, uint64_t seed,
+                                              int threads, const std::string& out_path, int greedy_cycle = 0);
 std::vector<std::string> random_model_shape_names();
 
 // ---- inspect: what a model file holds ---------------------------------------

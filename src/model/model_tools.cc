@@ -66,8 +66,8 @@ std::vector<std::string> random_model_shape_names() {
   return random_model_preset_names();
 }
 
-Status write_random_model(const std::string& shape, const std::string& dtype, uint64_t seed, int threads,
-                          const std::string& out_path, int greedy_cycle) {
+Result<RandomModelSummary> write_random_model(const std::string& shape, const std::string& dtype, uint64_t seed,
+                                              int threads, const std::string& out_path, int greedy_cycle) {
   std::optional<RandomModelShape> s = random_model_preset(shape);
   if (!s) return invalid_argument("unknown model shape '" + shape + "'");
   if (greedy_cycle < 0 || greedy_cycle > s->n_vocab) {
@@ -78,7 +78,9 @@ Status write_random_model(const std::string& shape, const std::string& dtype, ui
   const std::optional<QuantScheme> scheme = quant_scheme_from_name(dtype);
   if (!scheme) return invalid_argument("unknown weight type '" + dtype + "'");
   ThreadPool pool(std::max(1, threads));
-  return tessera::write_random_model(*s, *scheme, seed, pool, out_path);
+  RandomModelSummary summary;
+  TESSERA_RETURN_IF_ERROR(tessera::write_random_model(*s, *scheme, seed, pool, out_path, &summary.notes));
+  return summary;
 }
 
 }  // namespace tessera::tools

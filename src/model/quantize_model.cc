@@ -93,13 +93,79 @@ std::optional<BadRow> requantize_rows(const GgufTensorInfo& t, DType out_t, int6
 
 }  // namespace
 
+namespace {
+
+struct MixEntry {
+  std::string_view name;
+  QuantMix mix;
+  DType base;
+  uint32_t file_type;  // llama_ftype
+};
+
+constexpr MixEntry kMixes[] = {
+    {"q3_k_s", QuantMix::kQ3_K_S, DType::kQ3_K, 11}, {"q3_k_m", QuantMix::kQ3_K_M, DType::kQ3_K, 12},
+    {"q3_k_l", QuantMix::kQ3_K_L, DType::kQ3_K, 13}, {"q4_k_s", QuantMix::kQ4_K_S, DType::kQ4_K, 14},
+    {"q4_k_m", QuantMix::kQ4_K_M, DType::kQ4_K, 15}, {"q5_k_s", QuantMix::kQ5_K_S, DType::kQ5_K, 16},
+    {"q5_k_m", QuantMix::kQ5_K_M, DType::kQ5_K, 17},
+};
+
+// The mix's type for a layer's attn_v / ffn_down / attn_output / attn_qkv
+// (the table in quantize_model.h), or nullopt for the base type.
+std::optional<DType> mix_layer_type(QuantMix mix, std::string_view name, int layer, int n_layers) {
+  const bool more_bits = use_more_bits(layer, n_layers);
+  if (ends_with_role(name, TensorRole::kAttnV)) {
+    switch (mix) {
+      case QuantMix::kQ3_K_M:
+        return layer < 2 ? DType::kQ5_K : DType::kQ4_K;
+      case QuantMix::kQ3_K_L:
+        return DType::kQ5_K;
+      case QuantMix::kQ4_K_S:
+        if (layer < 4) return DType::kQ5_K;
+        break;
+      case QuantMix::kQ4_K_M:
+      case QuantMix::kQ5_K_M:
+        if (more_bits) return DType::kQ6_K;
+        break;
+      default:
+        break;
+    }
+  } else if (ends_with_role(name, TensorRole::kFfnDown)) {
+    switch (mix) {
+      case QuantMix::kQ3_K_M:
+        return layer < n_layers / 16 ? DType::kQ5_K : DType::kQ4_K;
+      case QuantMix::kQ3_K_L:
+        return DType::kQ5_K;
+      case QuantMix::kQ4_K_S:
+        if (layer < n_layers / 8) return DType::kQ5_K;
+        break;
+      case QuantMix::kQ4_K_M:
+      case QuantMix::kQ5_K_M:
+        if (more_bits) return DType::kQ6_K;
+        break;
+      default:
+        break;
+    }
+  } else if (ends_with_role(name, TensorRole::kAttnOutput)) {
+    if (mix == QuantMix::kQ3_K_M) return DType::kQ4_K;
+    if (mix == QuantMix::kQ3_K_L) return DType::kQ5_K;
+  } else if (ends_with_role(name, TensorRole::kAttnQkv)) {
+    if (mix == QuantMix::kQ3_K_M || mix == QuantMix::kQ3_K_L) return DType::kQ4_K;
+    if (mix == QuantMix::kQ4_K_M) return DType::kQ5_K;
+    if (mix == QuantMix::kQ5_K_M) return DType::kQ6_K;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<QuantScheme> quant_scheme_from_name(std::string_view name) {
   const std::string n = lower(name);
-  if (n == "q4_k_m") return QuantScheme{n, DType::kQ4_K, true, DType::kQ6_K};
-  if (n == "q5_k_m") return QuantScheme{n, DType::kQ5_K, true, DType::kQ6_K};
+  for (const MixEntry& m : kMixes) {
+    if (n == m.name) return QuantScheme{n, m.base, m.mix};
+  }
   const std::optional<DType> t = dtype_from_name(n);
   if (!t || *t == DType::kQ8_K) return std::nullopt;
-  return QuantScheme{n, *t, false, *t};
+  return QuantScheme{n, *t, QuantMix::kNone};
 }
 
 std::vector<std::string> quant_scheme_names() {
@@ -107,20 +173,26 @@ std::vector<std::string> quant_scheme_names() {
   for (DType t : kAllDTypes) {
     if (t != DType::kQ8_K) names.emplace_back(dtype_name(t));
   }
-  names.emplace_back("q4_k_m");
-  names.emplace_back("q5_k_m");
+  for (const MixEntry& m : kMixes) names.emplace_back(m.name);
   return names;
 }
 
-DType quant_scheme_tensor_type(const QuantScheme& s, std::string_view name, int n_layers) {
-  if (!s.mix) return s.base;
-  if (name == tensor_name_entry(TensorRole::kOutput).gguf) return s.high;
+DType quant_scheme_tensor_type(const QuantScheme& s, std::string_view name, int n_layers, bool has_output) {
+  if (s.mix == QuantMix::kNone) return s.base;
+  if (name == tensor_name_entry(TensorRole::kOutput).gguf ||
+      (!has_output && name == tensor_name_entry(TensorRole::kTokenEmbd).gguf)) {
+    return DType::kQ6_K;
+  }
   const int layer = layer_of(name);
-  if (layer >= 0 && (ends_with_role(name, TensorRole::kAttnV) || ends_with_role(name, TensorRole::kFfnDown)) &&
-      use_more_bits(layer, n_layers)) {
-    return s.high;
+  if (layer >= 0) {
+    if (std::optional<DType> t = mix_layer_type(s.mix, name, layer, n_layers)) return *t;
   }
   return s.base;
+}
+
+std::string quant_fallback_note(std::string_view name, int64_t cols, DType want, DType got) {
+  return fmt::format("{}: row size {} is not a multiple of {} for {}, using {}", name, cols, dtype_block_elems(want),
+                     dtype_name(want), dtype_name(got));
 }
 
 DType quant_fallback_type(DType t, int64_t cols) {
@@ -156,7 +228,9 @@ DType quant_fallback_type(DType t, int64_t cols) {
 }
 
 uint32_t quant_scheme_file_type(const QuantScheme& s) {
-  if (s.mix) return s.base == DType::kQ4_K ? 15 : 17;
+  for (const MixEntry& m : kMixes) {
+    if (s.mix == m.mix) return m.file_type;
+  }
   switch (s.base) {
     case DType::kF32:
       return 0;
@@ -215,6 +289,7 @@ Result<QuantizeSummary> quantize_model(const std::string& in_path, const std::st
   TESSERA_ASSIGN_OR_RETURN(GgufFile in, GgufFile::open(gguf_path));
   int n_layers = 0;
   for (const GgufTensorInfo& t : in.tensors()) n_layers = std::max(n_layers, layer_of(t.name) + 1);
+  const bool has_output = in.find_tensor(tensor_name_entry(TensorRole::kOutput).gguf) != nullptr;
 
   GgufWriter w;
   for (const GgufKeyValue& kv : in.metadata()) w.add_value(kv.key, kv.value);
@@ -233,13 +308,9 @@ Result<QuantizeSummary> quantize_model(const std::string& in_path, const std::st
     const int64_t rows = cols > 0 ? t.n_elements / cols : 0;
     DType out_t = DType::kF32;  // 1-D tensors (norms, biases) stay f32
     if (t.shape.size() >= 2) {
-      const DType want = quant_scheme_tensor_type(scheme, t.name, n_layers);
+      const DType want = quant_scheme_tensor_type(scheme, t.name, n_layers, has_output);
       out_t = quant_fallback_type(want, cols);
-      if (out_t != want) {
-        summary.notes.push_back(t.name + ": row size " + std::to_string(cols) + " is not a multiple of " +
-                                std::to_string(dtype_block_elems(want)) + " for " + dtype_name(want) + ", using " +
-                                dtype_name(out_t));
-      }
+      if (out_t != want) summary.notes.push_back(quant_fallback_note(t.name, cols, want, out_t));
       ++summary.n_quantized;
     }
     std::vector<uint8_t> bytes(static_cast<size_t>(rows) * dtype_row_bytes(out_t, cols));

@@ -1,7 +1,7 @@
 // Quantization schemes and `tessera quantize`: requantizes the matrices of a
 // GGUF file (or of a Hugging Face directory, through convert_hf_to_gguf) to
 // one of the block formats of core/dtype.h or to a llama.cpp-style mix
-// (Q4_K_M, Q5_K_M), copying every non-tensor metadata key (tokenizer, chat
+// (Q3_K_S/M/L, Q4_K_S/M, Q5_K_S/M), copying every non-tensor metadata key (tokenizer, chat
 // template, ...) and updating general.file_type (llama.cpp enum llama_ftype).
 #pragma once
 
@@ -20,26 +20,49 @@
 
 namespace tessera {
 
-// A target: every matrix in `base`, or (mix) llama.cpp's _M presets: base
-// type for most matrices, `high` (Q6_K) for output.weight and for attn_v /
-// ffn_down in the layers llama.cpp's use_more_bits() picks (the first and
-// last eighth of the layers and every third layer in between).
+// llama.cpp's preset mixes (enum llama_ftype, llama-quant.cpp's per-tensor
+// choice for dense models): the base type for most matrices and more bits
+// for the ones that matter most. Every mix gives output.weight (or, in a model
+// with a tied output, token_embd.weight) Q6_K; then, by the layer i of n:
+//   mix      attn_v             ffn_down            attn_output  attn_qkv
+//   Q3_K_S   -                  -                   -            -
+//   Q3_K_M   Q5_K if i < 2,     Q5_K if i < n / 16, Q4_K         Q4_K
+//            else Q4_K          else Q4_K
+//   Q3_K_L   Q5_K               Q5_K                Q5_K         Q4_K
+//   Q4_K_S   Q5_K if i < 4      Q5_K if i < n / 8   -            -
+//   Q4_K_M   Q6_K if more_bits  Q6_K if more_bits   -            Q5_K
+//   Q5_K_S   -                  -                   -            -
+//   Q5_K_M   Q6_K if more_bits  Q6_K if more_bits   -            Q6_K
+// ("-": the base type; more_bits: llama.cpp's use_more_bits(i, n), the first
+// and last eighth of the layers and every third layer in between). The
+// rules llama.cpp adds for 70B-class, mixture-of-experts and Falcon models
+// are not applied.
+enum class QuantMix : uint8_t { kNone, kQ3_K_S, kQ3_K_M, kQ3_K_L, kQ4_K_S, kQ4_K_M, kQ5_K_S, kQ5_K_M };
+
+// A target: every matrix in `base` (mix kNone), or one of the mixes above
+// with `base` its most common type (Q3_K, Q4_K or Q5_K).
 struct QuantScheme {
   std::string name;  // "q8_0", "q4_k_m", ...
   DType base = DType::kQ8_0;
-  bool mix = false;
-  DType high = DType::kQ6_K;
+  QuantMix mix = QuantMix::kNone;
 };
 
-// Any DType name except q8_k ("f16", "q4_0", "q6_k", ...) or "q4_k_m" /
-// "q5_k_m"; case-insensitive. nullopt for other names.
+// Any DType name except q8_k ("f16", "q4_0", "q6_k", ...) or a mix name
+// ("q3_k_s", "q3_k_m", "q3_k_l", "q4_k_s", "q4_k_m", "q5_k_s", "q5_k_m");
+// case-insensitive. nullopt for other names.
 std::optional<QuantScheme> quant_scheme_from_name(std::string_view name);
 // Names quant_scheme_from_name accepts (lower case), for --help.
 std::vector<std::string> quant_scheme_names();
 
 // The type `scheme` gives the GGUF tensor `name` (e.g. "blk.3.attn_v.weight")
-// in a model of `n_layers` layers, before any fallback.
-DType quant_scheme_tensor_type(const QuantScheme& scheme, std::string_view name, int n_layers);
+// in a model of `n_layers` layers, before any fallback. `has_output`: whether
+// the model stores output.weight; without it token_embd.weight is the output
+// matrix and gets the output's type.
+DType quant_scheme_tensor_type(const QuantScheme& scheme, std::string_view name, int n_layers, bool has_output);
+
+// The `note:` line for a matrix whose rows (of `cols` elements) do not fit
+// `want`'s block and that is stored as `got` instead.
+std::string quant_fallback_note(std::string_view name, int64_t cols, DType want, DType got);
 
 // `t` when `cols` is a multiple of its block size, else the nearest type
 // that fits: q2_k/q3_k -> q4_0, q4_k -> q5_0, q5_k -> q5_1, q6_k -> q8_0
@@ -47,8 +70,9 @@ DType quant_scheme_tensor_type(const QuantScheme& scheme, std::string_view name,
 DType quant_fallback_type(DType t, int64_t cols);
 
 // llama_ftype for general.file_type: 0 f32, 1 f16, 2 q4_0, 3 q4_1, 7 q8_0,
-// 8 q5_0, 9 q5_1, 10 q2_k, 11 q3_k (S), 14 q4_k (S), 15 q4_k_m, 16 q5_k (S),
-// 17 q5_k_m, 18 q6_k, 32 bf16.
+// 8 q5_0, 9 q5_1, 10 q2_k, 11 q3_k / q3_k_s, 12 q3_k_m, 13 q3_k_l, 14 q4_k /
+// q4_k_s, 15 q4_k_m, 16 q5_k / q5_k_s, 17 q5_k_m, 18 q6_k, 32 bf16 (the pure
+// K types take the number of their _S mix, the nearest llama.cpp has).
 uint32_t quant_scheme_file_type(const QuantScheme& scheme);
 
 // What a requantization wrote, and its progress callback (after each

@@ -80,7 +80,8 @@ std::vector<std::string> random_model_preset_names() {
 
 namespace {
 
-Result<GgufWriter> build_writer(const RandomModelShape& s, const QuantScheme& scheme, uint64_t seed, ThreadPool& pool) {
+Result<GgufWriter> build_writer(const RandomModelShape& s, const QuantScheme& scheme, uint64_t seed, ThreadPool& pool,
+                                std::vector<std::string>* notes) {
   if (s.n_embd % s.n_heads != 0 || s.n_heads % s.n_kv_heads != 0 || s.n_vocab < 259 || s.greedy_cycle < 0 ||
       s.greedy_cycle > s.n_vocab) {
     return invalid_argument("shape '" + s.name + "' is inconsistent");
@@ -127,14 +128,17 @@ Result<GgufWriter> build_writer(const RandomModelShape& s, const QuantScheme& sc
   const int64_t kv = hd * s.n_kv_heads;
   uint64_t tensor_seed = seed;
   w.add_uint32("general.file_type", quant_scheme_file_type(scheme));
+  const bool cycle = s.greedy_cycle > 0;
+  const bool has_output = cycle || !s.tied_output;
   auto mat = [&](const std::string& name, int64_t rows, int64_t cols) {
-    const DType dtype = quant_fallback_type(quant_scheme_tensor_type(scheme, name, s.n_layers), cols);
+    const DType want = quant_scheme_tensor_type(scheme, name, s.n_layers, has_output);
+    const DType dtype = quant_fallback_type(want, cols);
+    if (dtype != want && notes) notes->push_back(quant_fallback_note(name, cols, want, dtype));
     w.add_tensor(name, {cols, rows}, dtype, random_matrix(rows, cols, dtype, ++tensor_seed, pool));
   };
   const uint64_t embd_seed = tensor_seed + 1;
   mat(gguf_tensor_name(TensorRole::kTokenEmbd), s.n_vocab, e);
   w.add_tensor(gguf_tensor_name(TensorRole::kOutputNorm), {e}, DType::kF32, norm_vector(e, ++tensor_seed));
-  const bool cycle = s.greedy_cycle > 0;
   if (cycle) {
     // output.weight row succ(t) = token_embd row t: invert the successor map
     // (a permutation) once, then draw each row from the embedding's stream.
@@ -143,8 +147,8 @@ Result<GgufWriter> build_writer(const RandomModelShape& s, const QuantScheme& sc
       pred[static_cast<size_t>(greedy_cycle_successor(t, s.greedy_cycle, s.n_vocab))] = t;
     const std::string name = gguf_tensor_name(TensorRole::kOutput);
     // The embedding's type, so the bytes of each pair of rows are the same.
-    const DType dtype =
-        quant_fallback_type(quant_scheme_tensor_type(scheme, gguf_tensor_name(TensorRole::kTokenEmbd), s.n_layers), e);
+    const DType dtype = quant_fallback_type(
+        quant_scheme_tensor_type(scheme, gguf_tensor_name(TensorRole::kTokenEmbd), s.n_layers, true), e);
     ++tensor_seed;  // the stream output.weight would have had
     w.add_tensor(name, {e, s.n_vocab}, dtype, random_matrix(s.n_vocab, e, dtype, embd_seed, pool, [&pred](int64_t r) {
                    return pred[static_cast<size_t>(r)];
@@ -171,25 +175,26 @@ Result<GgufWriter> build_writer(const RandomModelShape& s, const QuantScheme& sc
 }  // namespace
 
 Result<std::vector<uint8_t>> random_model_gguf(const RandomModelShape& shape, const QuantScheme& scheme, uint64_t seed,
-                                               ThreadPool& pool) {
-  TESSERA_ASSIGN_OR_RETURN(GgufWriter w, build_writer(shape, scheme, seed, pool));
+                                               ThreadPool& pool, std::vector<std::string>* notes) {
+  TESSERA_ASSIGN_OR_RETURN(GgufWriter w, build_writer(shape, scheme, seed, pool, notes));
   return w.to_bytes();
 }
 
 Result<std::vector<uint8_t>> random_model_gguf(const RandomModelShape& shape, DType dtype, uint64_t seed,
                                                ThreadPool& pool) {
-  return random_model_gguf(shape, QuantScheme{dtype_name(dtype), dtype, false, dtype}, seed, pool);
+  return random_model_gguf(shape, QuantScheme{std::string(dtype_name(dtype)), dtype, QuantMix::kNone}, seed, pool);
 }
 
 Status write_random_model(const RandomModelShape& shape, const QuantScheme& scheme, uint64_t seed, ThreadPool& pool,
-                          const std::string& path) {
-  TESSERA_ASSIGN_OR_RETURN(GgufWriter w, build_writer(shape, scheme, seed, pool));
+                          const std::string& path, std::vector<std::string>* notes) {
+  TESSERA_ASSIGN_OR_RETURN(GgufWriter w, build_writer(shape, scheme, seed, pool, notes));
   return w.write(path);
 }
 
 Status write_random_model(const RandomModelShape& shape, DType dtype, uint64_t seed, ThreadPool& pool,
                           const std::string& path) {
-  return write_random_model(shape, QuantScheme{dtype_name(dtype), dtype, false, dtype}, seed, pool, path);
+  return write_random_model(shape, QuantScheme{std::string(dtype_name(dtype)), dtype, QuantMix::kNone}, seed, pool,
+                            path);
 }
 
 }  // namespace tessera

@@ -56,15 +56,17 @@ std::vector<std::string> random_model_preset_names();
 // size fall back per quant_fallback_type), norms in f32, and a
 // synthetic SentencePiece vocabulary (<unk>, <s>, </s>, 256 byte tokens, then
 // filler pieces). Weights are uniform with std 0.02, norms near 1; the same
-// seed gives the same bytes. Errors: inconsistent shapes.
+// seed gives the same bytes. `notes` (optional, appended to): one
+// quant_fallback_note line per matrix that fell back. Errors: inconsistent
+// shapes.
 Result<std::vector<uint8_t>> random_model_gguf(const RandomModelShape& shape, const QuantScheme& scheme, uint64_t seed,
-                                               ThreadPool& pool);
+                                               ThreadPool& pool, std::vector<std::string>* notes = nullptr);
 // The same with every matrix in `dtype`.
 Result<std::vector<uint8_t>> random_model_gguf(const RandomModelShape& shape, DType dtype, uint64_t seed,
                                                ThreadPool& pool);
 // random_model_gguf written to `path`.
 Status write_random_model(const RandomModelShape& shape, const QuantScheme& scheme, uint64_t seed, ThreadPool& pool,
-                          const std::string& path);
+                          const std::string& path, std::vector<std::string>* notes = nullptr);
 // The same with every matrix in `dtype`.
 Status write_random_model(const RandomModelShape& shape, DType dtype, uint64_t seed, ThreadPool& pool,
                           const std::string& path);

@@ -135,7 +135,7 @@ TEST(PublicApi, GenerateAndModelFacts) {
   EXPECT_EQ(m.head_dim, 8);
   EXPECT_GT(m.weight_bytes, 0u);
   const KvCacheInfo& kv = e.kv_cache_info();
-  EXPECT_EQ(kv.dtype, "f16");  // asked for below; the default "auto" is checked after
+  EXPECT_EQ(kv.dtype, "f16");           // asked for below; the default "auto" is checked after
   EXPECT_EQ(kv.bytes_per_token, 640u);  // 2 x 5 layers x 4 kv heads x 8 x 2 bytes
   EXPECT_EQ(kv.capacity_tokens, 256);
   EXPECT_EQ(kv.capacity_tokens, kv.num_blocks * kv.block_size);
@@ -209,7 +209,17 @@ TEST(PublicApi, ChatFormatterRendersAndTokenizes) {
 
 TEST(PublicApi, ModelFileTools) {
   const std::string out = (std::filesystem::temp_directory_path() / "tessera_public_api_tiny.gguf").string();
-  ASSERT_TRUE(tools::write_random_model("tiny", "q8_0", 7, 1, out).ok());
+  {
+    // The tiny shape's 64-wide rows fit no 256-element K-quant block: every
+    // matrix falls back to q4_0 and says so.
+    auto k = tools::write_random_model("tiny", "q3_k", 7, 1, out);
+    ASSERT_TRUE(k.ok()) << k.status().to_string();
+    ASSERT_FALSE(k->notes.empty());
+    EXPECT_NE(k->notes[0].find("is not a multiple of 256 for q3_k, using q4_0"), std::string::npos) << k->notes[0];
+  }
+  auto made = tools::write_random_model("tiny", "q8_0", 7, 1, out);
+  ASSERT_TRUE(made.ok());
+  EXPECT_TRUE(made->notes.empty());
   auto report = tools::inspect(out);
   ASSERT_TRUE(report.ok()) << report.status().to_string();
   EXPECT_NE(report->find("architecture: llama"), std::string::npos) << *report;
@@ -224,7 +234,7 @@ TEST(PublicApi, ModelFileTools) {
   EXPECT_GT(q->n_quantized, 0);
   EXPECT_EQ(calls, q->n_tensors);
   EXPECT_EQ(tools::quantize(out, q4, "q3_z", 1).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(tools::write_random_model("no-such-shape", "f16", 1, 1, out).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(tools::write_random_model("no-such-shape", "f16", 1, 1, out).status().code(), StatusCode::kInvalidArgument);
   EXPECT_FALSE(tools::inspect("/nonexistent.gguf").ok());
   EXPECT_EQ(tools::convert_hf("/nonexistent", out, {.dtype = "f8"}).status().code(), StatusCode::kInvalidArgument);
   std::filesystem::remove(out);

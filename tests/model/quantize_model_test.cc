@@ -38,19 +38,83 @@ RandomModelShape k_shape() {
 
 TEST(QuantScheme, NamesAndMixTypes) {
   EXPECT_FALSE(quant_scheme_from_name("q8_k").has_value());
-  EXPECT_FALSE(quant_scheme_from_name("q4_k_s").has_value());
+  EXPECT_FALSE(quant_scheme_from_name("q2_k_m").has_value());
+  EXPECT_FALSE(quant_scheme_from_name("q6_k_m").has_value());
   const auto m = quant_scheme_from_name("Q4_K_M");
   ASSERT_TRUE(m.has_value());
-  EXPECT_EQ(quant_scheme_tensor_type(*m, "output.weight", 8), DType::kQ6_K);
-  EXPECT_EQ(quant_scheme_tensor_type(*m, "token_embd.weight", 8), DType::kQ4_K);
-  EXPECT_EQ(quant_scheme_tensor_type(*m, "blk.0.attn_v.weight", 8), DType::kQ6_K);  // first eighth
-  EXPECT_EQ(quant_scheme_tensor_type(*m, "blk.1.attn_v.weight", 8), DType::kQ4_K);
-  EXPECT_EQ(quant_scheme_tensor_type(*m, "blk.3.ffn_down.weight", 8), DType::kQ6_K);  // (3 - 1) % 3 == 2
-  EXPECT_EQ(quant_scheme_tensor_type(*m, "blk.7.ffn_down.weight", 8), DType::kQ6_K);  // last eighth
-  EXPECT_EQ(quant_scheme_tensor_type(*m, "blk.3.attn_q.weight", 8), DType::kQ4_K);
+  auto type = [](const QuantScheme& s, std::string_view name, int n_layers = 8) {
+    return quant_scheme_tensor_type(s, name, n_layers, true);
+  };
+  EXPECT_EQ(type(*m, "output.weight"), DType::kQ6_K);
+  EXPECT_EQ(type(*m, "token_embd.weight"), DType::kQ4_K);
+  EXPECT_EQ(type(*m, "blk.0.attn_v.weight"), DType::kQ6_K);  // first eighth
+  EXPECT_EQ(type(*m, "blk.1.attn_v.weight"), DType::kQ4_K);
+  EXPECT_EQ(type(*m, "blk.3.ffn_down.weight"), DType::kQ6_K);  // (3 - 1) % 3 == 2
+  EXPECT_EQ(type(*m, "blk.7.ffn_down.weight"), DType::kQ6_K);  // last eighth
+  EXPECT_EQ(type(*m, "blk.3.attn_q.weight"), DType::kQ4_K);
+  EXPECT_EQ(type(*m, "blk.3.attn_qkv.weight"), DType::kQ5_K);  // fused (Phi-3)
   EXPECT_EQ(quant_scheme_file_type(*m), 15u);
+  // A tied output: the embedding is the output matrix and takes its type.
+  EXPECT_EQ(quant_scheme_tensor_type(*m, "token_embd.weight", 8, false), DType::kQ6_K);
+  EXPECT_EQ(quant_scheme_tensor_type(*quant_scheme_from_name("q4_k"), "token_embd.weight", 8, false), DType::kQ4_K);
+
+  // Q3_K_M over 32 layers (n / 16 = 2): attn_v Q5_K in layers 0-1, else
+  // Q4_K; ffn_down Q5_K in layers 0-1, else Q4_K; attn_output Q4_K.
+  const auto q3m = quant_scheme_from_name("q3_k_m");
+  ASSERT_TRUE(q3m.has_value());
+  EXPECT_EQ(q3m->base, DType::kQ3_K);
+  EXPECT_EQ(type(*q3m, "output.weight", 32), DType::kQ6_K);
+  EXPECT_EQ(type(*q3m, "token_embd.weight", 32), DType::kQ3_K);
+  EXPECT_EQ(type(*q3m, "blk.1.attn_v.weight", 32), DType::kQ5_K);
+  EXPECT_EQ(type(*q3m, "blk.2.attn_v.weight", 32), DType::kQ4_K);
+  EXPECT_EQ(type(*q3m, "blk.1.ffn_down.weight", 32), DType::kQ5_K);
+  EXPECT_EQ(type(*q3m, "blk.2.ffn_down.weight", 32), DType::kQ4_K);
+  EXPECT_EQ(type(*q3m, "blk.31.ffn_down.weight", 32), DType::kQ4_K);
+  EXPECT_EQ(type(*q3m, "blk.9.attn_output.weight", 32), DType::kQ4_K);
+  EXPECT_EQ(type(*q3m, "blk.9.attn_q.weight", 32), DType::kQ3_K);
+  EXPECT_EQ(type(*q3m, "blk.9.ffn_up.weight", 32), DType::kQ3_K);
+  EXPECT_EQ(type(*q3m, "blk.9.ffn_gate.weight", 32), DType::kQ3_K);
+  // Under 16 layers n / 16 = 0: no ffn_down is Q5_K.
+  EXPECT_EQ(type(*q3m, "blk.0.ffn_down.weight", 8), DType::kQ4_K);
+  EXPECT_EQ(quant_scheme_file_type(*q3m), 12u);
+
+  const auto q3l = quant_scheme_from_name("q3_k_l");
+  ASSERT_TRUE(q3l.has_value());
+  for (const char* n : {"blk.5.attn_v.weight", "blk.5.ffn_down.weight", "blk.5.attn_output.weight"}) {
+    EXPECT_EQ(type(*q3l, n), DType::kQ5_K) << n;
+  }
+  EXPECT_EQ(type(*q3l, "blk.5.attn_k.weight"), DType::kQ3_K);
+  EXPECT_EQ(type(*q3l, "blk.5.attn_qkv.weight"), DType::kQ4_K);
+  EXPECT_EQ(quant_scheme_file_type(*q3l), 13u);
+
+  // Q3_K_S and Q5_K_S: only the output differs from the pure type.
+  for (const char* n : {"q3_k_s", "q5_k_s"}) {
+    const auto s = quant_scheme_from_name(n);
+    ASSERT_TRUE(s.has_value()) << n;
+    EXPECT_EQ(type(*s, "output.weight"), DType::kQ6_K) << n;
+    for (const char* t : {"blk.0.attn_v.weight", "blk.0.ffn_down.weight", "blk.0.attn_output.weight"}) {
+      EXPECT_EQ(type(*s, t), s->base) << n << " " << t;
+    }
+  }
+  EXPECT_EQ(quant_scheme_file_type(*quant_scheme_from_name("q3_k_s")), 11u);
+  EXPECT_EQ(quant_scheme_file_type(*quant_scheme_from_name("q5_k_s")), 16u);
+
+  // Q4_K_S over 32 layers: attn_v Q5_K in layers 0-3, ffn_down in 0-3 (n / 8).
+  const auto q4s = quant_scheme_from_name("q4_k_s");
+  ASSERT_TRUE(q4s.has_value());
+  EXPECT_EQ(type(*q4s, "blk.3.attn_v.weight", 32), DType::kQ5_K);
+  EXPECT_EQ(type(*q4s, "blk.4.attn_v.weight", 32), DType::kQ4_K);
+  EXPECT_EQ(type(*q4s, "blk.3.ffn_down.weight", 32), DType::kQ5_K);
+  EXPECT_EQ(type(*q4s, "blk.4.ffn_down.weight", 32), DType::kQ4_K);
+  EXPECT_EQ(type(*q4s, "output.weight", 32), DType::kQ6_K);
+  EXPECT_EQ(quant_scheme_file_type(*q4s), 14u);
+
+  EXPECT_EQ(type(*quant_scheme_from_name("q5_k_m"), "blk.0.attn_qkv.weight"), DType::kQ6_K);
   EXPECT_EQ(quant_scheme_file_type(*quant_scheme_from_name("q5_k_m")), 17u);
   EXPECT_EQ(quant_scheme_file_type(*quant_scheme_from_name("q8_0")), 7u);
+  EXPECT_EQ(quant_scheme_file_type(*quant_scheme_from_name("q3_k")), 11u);
+  // The pure types ignore the layer rules.
+  EXPECT_EQ(type(*quant_scheme_from_name("q3_k"), "output.weight"), DType::kQ3_K);
 }
 
 TEST(QuantScheme, Fallbacks) {
@@ -122,6 +186,60 @@ TEST(QuantizeModel, Q4_K_MFileLoadsAndRuns) {
   EXPECT_LT(err_8, err_5);  // and q8_0 closer still
   std::filesystem::remove(in);
   std::filesystem::remove(out);
+}
+
+// The Q3_K mixes written from one f32 model: each matrix has the type the
+// mix table gives, the files load and run, and more bits give logits closer
+// to the f32 model's: Q3_K_S (Q3_K + Q6_K output) > Q3_K_M > Q3_K_L.
+TEST(QuantizeModel, Q3_KMixesTypesAndErrorOrder) {
+  ThreadPool pool(2);
+  const std::string in = temp_path("q3in");
+  ASSERT_TRUE(write_random_model(k_shape(), DType::kF32, 5, pool, in).ok());
+  auto base = Model::load(in);
+  ASSERT_TRUE(base.ok());
+  const std::vector<int32_t> prompt = {1, 300, 301, 302, 303, 40, 41};
+  auto logits = [&](const Model& m) {
+    auto g = testing::make_engine(m, testing::cpu_backend(2), 0, 64, KvDtype::kF32);
+    EXPECT_TRUE(g.ok());
+    return testing::last_logits(**g, prompt);
+  };
+  const std::vector<float> lb = logits(**base);
+  std::vector<double> rel_err;
+  for (const char* mix : {"q3_k_s", "q3_k_m", "q3_k_l"}) {
+    const std::string out = temp_path(mix);
+    const auto scheme = quant_scheme_from_name(mix);
+    ASSERT_TRUE(scheme.has_value());
+    auto summary = quantize_model(in, out, *scheme, pool);
+    ASSERT_TRUE(summary.ok()) << summary.status().to_string();
+    EXPECT_TRUE(summary->notes.empty());
+    {
+      auto f = GgufFile::open(out);
+      ASSERT_TRUE(f.ok());
+      EXPECT_EQ(*f->get_int("general.file_type"), static_cast<int64_t>(quant_scheme_file_type(*scheme)));
+      for (const GgufTensorInfo& t : f->tensors()) {
+        if (t.shape.size() < 2) continue;
+        EXPECT_EQ(t.dtype, quant_scheme_tensor_type(*scheme, t.name, 8, true)) << mix << " " << t.name;
+      }
+      EXPECT_EQ(f->find_tensor("output.weight")->dtype, DType::kQ6_K);
+      EXPECT_EQ(f->find_tensor("blk.4.attn_q.weight")->dtype, DType::kQ3_K);
+    }
+    auto m = Model::load(out);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    const std::vector<float> lq = logits(**m);
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < lb.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(lq[i]));
+      err += (lq[i] - lb[i]) * static_cast<double>(lq[i] - lb[i]);
+      ref += lb[i] * static_cast<double>(lb[i]);
+    }
+    rel_err.push_back(std::sqrt(err / ref));
+    std::filesystem::remove(out);
+  }
+  std::printf("logits rms error / rms: q3_k_s %.4f, q3_k_m %.4f, q3_k_l %.4f\n", rel_err[0], rel_err[1], rel_err[2]);
+  EXPECT_LT(rel_err[0], 0.5);
+  EXPECT_LT(rel_err[1], rel_err[0]);
+  EXPECT_LT(rel_err[2], rel_err[1]);
+  std::filesystem::remove(in);
 }
 
 TEST(QuantizeModel, FallbackNotes) {
