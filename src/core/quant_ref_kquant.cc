@@ -62,15 +62,47 @@ void set_q6_value(uint8_t* ql, uint8_t* qh, int e, int v) {
 // min/max scale is rarely the best one. Unweighted squared error: with
 // activations of equal variance it is the expected squared error of a dot
 // product.
+//
+// The trials are independent, so each loop below runs over the trials
+// innermost: 21 accumulators the compiler can keep in vector lanes, each
+// summed over the elements in the same order as a loop per trial would,
+// which keeps every sum (and so every chosen scale) bit-identical to that
+// loop while the additions no longer wait on each other.
 constexpr int kTrialSteps = 10;
 constexpr float kTrialStep = 0.1f;
+constexpr int kTrials = 2 * kTrialSteps + 1;
+constexpr int kMaxSubLen = 32;  // the longest sub-block searched (Q4_K/Q5_K)
+
+// std::lround(v) clamped to [lo, hi], without the library call: trunc, then
+// one step away from zero when the dropped fraction is at least a half
+// (exact: |v| < 2^23 makes v - trunc(v) representable). |v| >= 2^23 rounds
+// to itself, beyond any clamp bound here, and NaN to lo, as glibc's lround
+// (LONG_MIN) followed by the clamp does.
+inline int round_clamp(float v, int lo, int hi) {
+  constexpr float kBig = 8388608.0f;  // 2^23
+  v = v > -kBig ? v : -kBig;
+  v = v < kBig ? v : kBig;
+  const int t = static_cast<int>(v);
+  const float frac = v - static_cast<float>(t);
+  const int r = t + (frac >= 0.5f ? 1 : 0) - (frac <= -0.5f ? 1 : 0);
+  return r < lo ? lo : (r > hi ? hi : r);
+}
 
 // x ~ scale * q + offset with q in 0..levels, offset <= 0 (the K-quant
 // affine formats store offset = -dmin * m with m >= 0).
 struct AffineFit {
   float scale = 0.0f, offset = 0.0f;
 };
-AffineFit fit_affine(const float* x, int len, int levels) {
+// AVX2 where the CPU has it (twice the lanes); the same IEEE operations in
+// the same order as the SSE2 build, so the same bits (the file is compiled
+// with -ffp-contract=off: no FMA contraction in either).
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define TESSERA_TRIAL_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TESSERA_TRIAL_CLONES
+#endif
+
+TESSERA_TRIAL_CLONES AffineFit fit_affine(const float* x, int len, int levels) {
   float mn = 0.0f, mx = x[0];
   for (int i = 0; i < len; ++i) {
     mn = std::fmin(mn, x[i]);
@@ -78,34 +110,51 @@ AffineFit fit_affine(const float* x, int len, int levels) {
   }
   AffineFit best{std::fmax(0.0f, (mx - mn) / static_cast<float>(levels)), mn};
   if (!(mx > mn)) return best;
+  float iscale[kTrials];
+  for (int t = 0; t < kTrials; ++t) {
+    iscale[t] = (static_cast<float>(levels) + kTrialStep * static_cast<float>(t - kTrialSteps)) / (mx - mn);
+  }
+  int q[kMaxSubLen][kTrials];  // [element, trial]
+  double sq[kTrials] = {}, sqq[kTrials] = {}, sx = 0, sqx[kTrials] = {};
+  for (int i = 0; i < len; ++i) {
+    const float xi = x[i], xm = x[i] - mn;
+    for (int t = 0; t < kTrials; ++t) {
+      const int qi = round_clamp(xm * iscale[t], 0, levels);
+      q[i][t] = qi;
+      sq[t] += qi;
+      sqq[t] += static_cast<double>(qi) * qi;
+      sqx[t] += static_cast<double>(qi) * xi;
+    }
+    sx += xi;
+  }
+  double s[kTrials], o[kTrials];
+  bool ok[kTrials];
+  for (int t = 0; t < kTrials; ++t) {
+    const double det = len * sqq[t] - sq[t] * sq[t];
+    ok[t] = det > 0;
+    s[t] = 0;
+    o[t] = 0;
+    if (!ok[t]) continue;
+    s[t] = (len * sqx[t] - sq[t] * sx) / det;
+    o[t] = (sqq[t] * sx - sq[t] * sqx[t]) / det;
+    if (o[t] > 0) {  // the format has no positive offset: refit the scale alone
+      o[t] = 0;
+      s[t] = sqx[t] / sqq[t];
+    }
+    ok[t] = s[t] > 0;
+  }
+  double err[kTrials] = {};
+  for (int i = 0; i < len; ++i) {
+    for (int t = 0; t < kTrials; ++t) {
+      const double e = s[t] * q[i][t] + o[t] - x[i];
+      err[t] += e * e;
+    }
+  }
   double best_err = HUGE_VAL;
-  int q[kQk];
-  for (int t = -kTrialSteps; t <= kTrialSteps; ++t) {
-    const float iscale = (static_cast<float>(levels) + kTrialStep * static_cast<float>(t)) / (mx - mn);
-    double sq = 0, sqq = 0, sx = 0, sqx = 0;
-    for (int i = 0; i < len; ++i) {
-      q[i] = clamp_i(std::lround((x[i] - mn) * iscale), 0, levels);
-      sq += q[i];
-      sqq += static_cast<double>(q[i]) * q[i];
-      sx += x[i];
-      sqx += static_cast<double>(q[i]) * x[i];
-    }
-    const double det = len * sqq - sq * sq;
-    if (det <= 0) continue;
-    double s = (len * sqx - sq * sx) / det, o = (sqq * sx - sq * sqx) / det;
-    if (o > 0) {  // the format has no positive offset: refit the scale alone
-      o = 0;
-      s = sqx / sqq;
-    }
-    if (s <= 0) continue;
-    double err = 0;
-    for (int i = 0; i < len; ++i) {
-      const double e = s * q[i] + o - x[i];
-      err += e * e;
-    }
-    if (err < best_err) {
-      best_err = err;
-      best = {static_cast<float>(s), static_cast<float>(o)};
+  for (int t = 0; t < kTrials; ++t) {
+    if (ok[t] && err[t] < best_err) {
+      best_err = err[t];
+      best = {static_cast<float>(s[t]), static_cast<float>(o[t])};
     }
   }
   return best;
@@ -113,7 +162,7 @@ AffineFit fit_affine(const float* x, int len, int levels) {
 
 // x ~ scale * q with q in -half..half-1; the scale's sign puts the element
 // of largest magnitude on the side with the extra level (-half).
-float fit_symmetric(const float* x, int len, int half) {
+TESSERA_TRIAL_CLONES float fit_symmetric(const float* x, int len, int half) {
   float amax = 0.0f, m = 0.0f;
   for (int i = 0; i < len; ++i) {
     if (std::fabs(x[i]) > amax) {
@@ -123,26 +172,35 @@ float fit_symmetric(const float* x, int len, int half) {
   }
   float best = m / static_cast<float>(-half);
   if (amax == 0.0f) return best;
+  float iscale[kTrials];
+  for (int t = 0; t < kTrials; ++t) {
+    iscale[t] = -(static_cast<float>(half) + kTrialStep * static_cast<float>(t - kTrialSteps)) / m;
+  }
+  int q[kMaxSubLen][kTrials];  // [element, trial]
+  double sqq[kTrials] = {}, sqx[kTrials] = {};
+  for (int i = 0; i < len; ++i) {
+    const float xi = x[i];
+    for (int t = 0; t < kTrials; ++t) {
+      const int qi = round_clamp(xi * iscale[t], -half, half - 1);
+      q[i][t] = qi;
+      sqq[t] += static_cast<double>(qi) * qi;
+      sqx[t] += static_cast<double>(qi) * xi;
+    }
+  }
+  double s[kTrials];
+  for (int t = 0; t < kTrials; ++t) s[t] = sqq[t] != 0 ? sqx[t] / sqq[t] : 0.0;
+  double err[kTrials] = {};
+  for (int i = 0; i < len; ++i) {
+    for (int t = 0; t < kTrials; ++t) {
+      const double e = s[t] * q[i][t] - x[i];
+      err[t] += e * e;
+    }
+  }
   double best_err = HUGE_VAL;
-  for (int t = -kTrialSteps; t <= kTrialSteps; ++t) {
-    const float iscale = -(static_cast<float>(half) + kTrialStep * static_cast<float>(t)) / m;
-    double sqq = 0, sqx = 0;
-    int q[kQk];
-    for (int i = 0; i < len; ++i) {
-      q[i] = clamp_i(std::lround(x[i] * iscale), -half, half - 1);
-      sqq += static_cast<double>(q[i]) * q[i];
-      sqx += static_cast<double>(q[i]) * x[i];
-    }
-    if (sqq == 0) continue;
-    const double s = sqx / sqq;
-    double err = 0;
-    for (int i = 0; i < len; ++i) {
-      const double e = s * q[i] - x[i];
-      err += e * e;
-    }
-    if (err < best_err) {
-      best_err = err;
-      best = static_cast<float>(s);
+  for (int t = 0; t < kTrials; ++t) {
+    if (sqq[t] != 0 && err[t] < best_err) {
+      best_err = err[t];
+      best = static_cast<float>(s[t]);
     }
   }
   return best;
@@ -173,12 +231,12 @@ Affine quantize_affine(const float* x, int n_sub, int levels, int code_max) {
   a.dmin = fp32_to_fp16(max_min / static_cast<float>(code_max));
   const float d = fp16_to_fp32(a.d), dmin = fp16_to_fp32(a.dmin);
   for (int j = 0; j < n_sub; ++j) {
-    a.sc[j] = static_cast<uint8_t>(d > 0 ? clamp_i(std::lround(scale[j] / d), 0, code_max) : 0);
-    a.m[j] = static_cast<uint8_t>(dmin > 0 ? clamp_i(std::lround(mins[j] / dmin), 0, code_max) : 0);
+    a.sc[j] = static_cast<uint8_t>(d > 0 ? round_clamp(scale[j] / d, 0, code_max) : 0);
+    a.m[j] = static_cast<uint8_t>(dmin > 0 ? round_clamp(mins[j] / dmin, 0, code_max) : 0);
     const float dl = d * a.sc[j], ml = dmin * a.m[j];
     const float idl = dl != 0.0f ? 1.0f / dl : 0.0f;
     for (int i = 0; i < len; ++i) {
-      a.u[j * len + i] = static_cast<uint8_t>(clamp_i(std::lround((x[j * len + i] + ml) * idl), 0, levels));
+      a.u[j * len + i] = static_cast<uint8_t>(round_clamp((x[j * len + i] + ml) * idl, 0, levels));
     }
   }
   return a;
@@ -203,11 +261,11 @@ Symmetric quantize_symmetric(const float* x, int half, int code_max) {
   s.d = fp32_to_fp16(max_abs / static_cast<float>(code_max));
   const float d = fp16_to_fp32(s.d);
   for (int j = 0; j < 16; ++j) {
-    s.sc[j] = d > 0 ? clamp_i(std::lround(scale[j] / d), -code_max, code_max) : 0;
+    s.sc[j] = d > 0 ? round_clamp(scale[j] / d, -code_max, code_max) : 0;
     const float dl = d * static_cast<float>(s.sc[j]);
     const float idl = dl != 0.0f ? 1.0f / dl : 0.0f;
     for (int i = 0; i < 16; ++i) {
-      s.u[16 * j + i] = static_cast<uint8_t>(clamp_i(std::lround(x[16 * j + i] * idl), -half, half - 1) + half);
+      s.u[16 * j + i] = static_cast<uint8_t>(round_clamp(x[16 * j + i] * idl, -half, half - 1) + half);
     }
   }
   return s;
