@@ -96,7 +96,15 @@ struct AffineFit {
 // AVX2 where the CPU has it (twice the lanes); the same IEEE operations in
 // the same order as the SSE2 build, so the same bits (the file is compiled
 // with -ffp-contract=off: no FMA contraction in either).
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+// Not under the sanitizers, whose runtimes start after ifunc resolvers run.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TESSERA_TRIAL_NO_CLONES 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define TESSERA_TRIAL_NO_CLONES 1
+#endif
+#endif
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(TESSERA_TRIAL_NO_CLONES)
 #define TESSERA_TRIAL_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define TESSERA_TRIAL_CLONES
