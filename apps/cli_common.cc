@@ -55,9 +55,12 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
       ->capture_default_str()
       ->group(kGroupEngine);
   app.add_option("--quantize", f.quantize,
-                 "Requantize the weight matrices at load time (all but the token embedding; a matrix whose rows "
-                 "do not fit the type's block, 32 or 256 for q5_k/q4_k, keeps its type, with a note)")
-      ->check(CLI::IsMember({"q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "q5_k", "q4_k"}))
+                 "Requantize the weight matrices at load time (all but the token embedding) to a block type or "
+                 "one of llama.cpp's mixes (q4_k_m: q4_k, with q6_k for the output and some attn_v / ffn_down; "
+                 "see `tessera quantize`); a matrix whose rows do not fit its type's block, 32 elements or 256 "
+                 "for the _k types, keeps its type, with a note")
+      ->check(CLI::IsMember({"q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "q6_k", "q5_k", "q4_k", "q3_k", "q2_k", "q3_k_s",
+                             "q3_k_m", "q3_k_l", "q4_k_s", "q4_k_m", "q5_k_s", "q5_k_m"}))
       ->group(kGroupModel);
   app.add_flag("--check-tensors", f.check_tensors,
                "Check every weight value for Inf/NaN at load (always checked: quantized scales, norms)")
@@ -195,9 +198,9 @@ Result<std::unique_ptr<Engine>> load_engine(const EngineOptions& o) {
     if (m.quantized_matrices < m.quantize_candidates) {
       fmt::print(stderr,
                  "tessera: note: --quantize {}: {} of {} weight matrices requantized; the others keep their type "
-                 "(row length not a multiple of the type's block of {} elements, or already {})\n",
+                 "(row length not a multiple of the type's block of {} elements, or already that type)\n",
                  o.quantize, m.quantized_matrices, m.quantize_candidates,
-                 o.quantize == "q4_k" || o.quantize == "q5_k" ? 256 : 32, o.quantize);
+                 o.quantize.find("_k") != std::string::npos ? 256 : 32);
     }
   }
   return engine;

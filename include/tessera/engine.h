@@ -36,9 +36,12 @@ namespace tessera {
 
 struct EngineOptions {
   std::string model;  // path: a .gguf file or a Hugging Face model directory
-  // "" (as stored), "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "q5_k" or
-  // "q4_k": requantize the matrices at load (those whose rows fit the
-  // type's block; K-quants need rows of a multiple of 256).
+  // "" (as stored), "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "q6_k", "q5_k",
+  // "q4_k", "q3_k", "q2_k", or one of llama.cpp's mixes "q3_k_s", "q3_k_m",
+  // "q3_k_l", "q4_k_s", "q4_k_m", "q5_k_s", "q5_k_m" (the types `tessera
+  // quantize` gives each matrix): requantize the matrices at load (those
+  // whose rows fit their type's block; K-quants need rows of a multiple of
+  // 256). Other names: kInvalidArgument from Engine::create.
   std::string quantize;
   // Check every weight value for Inf/NaN at load (--check-tensors; a pass
   // over the whole file). Without it only the quantized blocks' scales and

@@ -29,13 +29,13 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   LoadOptions load;
   load.check_tensors = o.check_tensors;
   if (!o.quantize.empty()) {
-    const auto t = dtype_from_name(o.quantize);
-    // The types with tile kernels on every SIMD path (matmul's fast formats).
-    if (!t || (*t != DType::kQ8_0 && *t != DType::kQ4_0 && *t != DType::kQ4_1 && *t != DType::kQ5_0 &&
-               *t != DType::kQ5_1 && *t != DType::kQ4_K && *t != DType::kQ5_K)) {
-      return invalid_argument("quantize '" + o.quantize + "': expected q8_0, q5_1, q5_0, q4_1, q4_0, q5_k or q4_k");
+    // The types with tile kernels on every SIMD path (matmul's fast formats), and the mixes.
+    load.quantize = load_quant_scheme_from_name(o.quantize);
+    if (!load.quantize) {
+      return invalid_argument("quantize '" + o.quantize +
+                              "': expected q8_0, q5_1, q5_0, q4_1, q4_0, q6_k, q5_k, q4_k, q3_k, q2_k or a mix "
+                              "(q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m)");
     }
-    load.quantize = *t;
   }
   auto kv_dtype = kv_dtype_from_name(o.kv_cache_dtype);
   if (!kv_dtype && o.kv_cache_dtype != "auto")

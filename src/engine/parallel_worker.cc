@@ -68,7 +68,7 @@ Status run_parallel_worker(const std::string& model_path_override) {
     Status loaded_ok = config.status();
     if (loaded_ok.ok() && (model == nullptr || loaded != path + "|" + config->quantize)) {
       LoadOptions load;
-      if (!config->quantize.empty()) load.quantize = dtype_from_name(config->quantize);
+      if (!config->quantize.empty()) load.quantize = load_quant_scheme_from_name(config->quantize);
       load.check_tensors = config->check_tensors;
       auto m = Model::load(path, load);
       loaded_ok = m.status();

@@ -21,10 +21,11 @@ namespace tessera {
 
 // Options of Model::load.
 struct LoadOptions {
-  // Requantize every weight matrix except the token embedding to this block
-  // format after loading (kept in memory owned by the Model); matrices whose
-  // rows do not fit the block size keep their type. nullopt: as stored.
-  std::optional<DType> quantize;
+  // Requantize every weight matrix except the token embedding after loading
+  // to this scheme's types (one block format, or a mix such as q4_k_m: see
+  // quantize_weights), kept in memory owned by the Model; matrices whose rows
+  // do not fit their type's block keep their type. nullopt: as stored.
+  std::optional<QuantScheme> quantize;
   // Check every value of every weight for Inf/NaN (model/weight_check.h;
   // `--check-tensors`). The cheap check (quantized blocks' scales, norms and
   // biases) runs at every load.

@@ -335,12 +335,34 @@ Result<QuantizeSummary> quantize_model(const std::string& in_path, const std::st
   return summary;
 }
 
-QuantizedWeights quantize_weights(ModelWeights& weights, DType t) {
+std::optional<QuantScheme> load_quant_scheme_from_name(std::string_view name) {
+  std::optional<QuantScheme> s = quant_scheme_from_name(name);
+  if (!s || s->mix != QuantMix::kNone) return s;
+  switch (s->base) {
+    case DType::kQ8_0:
+    case DType::kQ5_1:
+    case DType::kQ5_0:
+    case DType::kQ4_1:
+    case DType::kQ4_0:
+    case DType::kQ6_K:
+    case DType::kQ5_K:
+    case DType::kQ4_K:
+    case DType::kQ3_K:
+    case DType::kQ2_K:
+      return s;
+    default:
+      return std::nullopt;
+  }
+}
+
+QuantizedWeights quantize_weights(ModelWeights& weights, const QuantScheme& scheme) {
   QuantizedWeights q;
   std::vector<std::vector<uint8_t>>& storage = q.storage;
   ThreadPool pool(cpu_features().physical_cores);
-  auto quantize = [&](WeightView& m) {
+  const int n_layers = static_cast<int>(weights.layers.size());
+  auto quantize = [&](WeightView& m, std::string_view name) {
     ++q.n_considered;
+    const DType t = quant_scheme_tensor_type(scheme, name, n_layers, true);
     if (m.dtype == t || m.cols % dtype_block_elems(t) != 0) return;
     std::vector<uint8_t> out(static_cast<size_t>(m.rows) * dtype_row_bytes(t, m.cols));  // [rows, row bytes]
     const size_t in_row = dtype_row_bytes(m.dtype, m.cols), out_row = dtype_row_bytes(t, m.cols);
@@ -355,9 +377,14 @@ QuantizedWeights quantize_weights(ModelWeights& weights, DType t) {
     m = WeightView{t, out.data(), m.rows, m.cols};
     storage.push_back(std::move(out));  // the heap buffer does not move
   };
-  quantize(weights.output);
-  for (LayerWeights& l : weights.layers) {
-    for (WeightView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) quantize(*m);
+  quantize(weights.output, gguf_tensor_name(TensorRole::kOutput));
+  for (int l = 0; l < n_layers; ++l) {
+    LayerWeights& w = weights.layers[static_cast<size_t>(l)];
+    const std::pair<WeightView*, TensorRole> views[] = {
+        {&w.wq, TensorRole::kAttnQ},     {&w.wk, TensorRole::kAttnK},       {&w.wv, TensorRole::kAttnV},
+        {&w.wo, TensorRole::kAttnOutput}, {&w.w_gate, TensorRole::kFfnGate}, {&w.w_up, TensorRole::kFfnUp},
+        {&w.w_down, TensorRole::kFfnDown}};
+    for (const auto& [view, role] : views) quantize(*view, gguf_tensor_name(role, l));
   }
   return q;
 }

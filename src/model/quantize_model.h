@@ -102,10 +102,18 @@ struct QuantizedWeights {
   int32_t n_quantized() const { return static_cast<int32_t>(storage.size()); }
 };
 
+// The schemes load-time quantization accepts (`--quantize`,
+// EngineOptions::quantize): the types with tile kernels on every SIMD path
+// (q8_0, q5_1, q5_0, q4_1, q4_0, q6_k, q5_k, q4_k, q3_k, q2_k) and every mix;
+// nullopt for other names (f16, q8_k, unknown; case-insensitive).
+std::optional<QuantScheme> load_quant_scheme_from_name(std::string_view name);
+
 // Load-time quantization: requantizes every matrix view of `weights` except
-// token_embd to `t` (views whose row length does not fit the block size,
-// or that already are `t`, are left alone), pointing the views at the
-// returned buffers.
-QuantizedWeights quantize_weights(ModelWeights& weights, DType t);
+// token_embd to the type `scheme` gives it (quant_scheme_tensor_type, with
+// the layer views named as their GGUF tensors: wq attn_q, wv attn_v, ...;
+// the output counts as output.weight even when tied to the embedding).
+// Views whose row length does not fit that type's block, or that already
+// are that type, are left alone. The views point at the returned buffers.
+QuantizedWeights quantize_weights(ModelWeights& weights, const QuantScheme& scheme);
 
 }  // namespace tessera

@@ -98,6 +98,12 @@ TEST(PublicApi, GenerateAndModelFacts) {
     EXPECT_EQ((*q5k)->model_info().quantize_candidates, 36);
     EXPECT_EQ((*q5k)->model_info().quantized_matrices, 0);
     EXPECT_EQ((*q5k)->model_info().weight_bytes, (*f32)->model_info().weight_bytes);
+    o.quantize = "q4_k_m";  // a mix: no row fits its K-quants either
+    auto q4km = Engine::create(o);
+    ASSERT_TRUE(q4km.ok()) << q4km.status().to_string();
+    EXPECT_EQ((*q4km)->model_info().quantized_matrices, 0);
+    o.quantize = "f16";  // not a load-time type
+    EXPECT_EQ(Engine::create(o).status().code(), StatusCode::kInvalidArgument);
     // The other load-time types: each matrix that fits 32-element blocks
     // takes the type's block size (Q4_1 20, Q5_0 22, Q5_1 24 bytes per 32
     // weights; ffn_down's 172 columns stay f32), so the weight bytes step by

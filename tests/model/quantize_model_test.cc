@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "formats/gguf_reader.h"
@@ -155,9 +156,40 @@ TEST(QuantizeModel, Q4_K_MFileLoadsAndRuns) {
   }
   auto base = Model::load(in);
   auto quant = Model::load(out);
-  auto loadq = Model::load(in, LoadOptions{DType::kQ8_0});
-  auto load5 = Model::load(in, LoadOptions{DType::kQ5_K});  // --quantize q5_k
-  ASSERT_TRUE(base.ok() && quant.ok() && loadq.ok() && load5.ok());
+  auto loadq = Model::load(in, LoadOptions{load_quant_scheme_from_name("q8_0")});
+  auto load5 = Model::load(in, LoadOptions{load_quant_scheme_from_name("q5_k")});  // --quantize q5_k
+  auto loadm = Model::load(in, LoadOptions{load_quant_scheme_from_name("q4_k_m")});  // --quantize q4_k_m
+  ASSERT_TRUE(base.ok() && quant.ok() && loadq.ok() && load5.ok() && loadm.ok());
+  {
+    // Load-time q4_k_m quantizes each matrix from the same f32 rows to the
+    // same type as the file: the same bytes, view by view.
+    const ModelWeights& fw = (*quant)->weights();
+    const ModelWeights& lw = (*loadm)->weights();
+    auto same = [](const WeightView& a, const WeightView& b, const std::string& what) {
+      ASSERT_EQ(a.dtype, b.dtype) << what;
+      ASSERT_EQ(a.rows, b.rows) << what;
+      const size_t n = static_cast<size_t>(a.rows) * dtype_row_bytes(a.dtype, a.cols);
+      EXPECT_EQ(std::memcmp(a.data, b.data, n), 0) << what;
+    };
+    same(fw.output, lw.output, "output");
+    EXPECT_EQ(lw.output.dtype, DType::kQ6_K);
+    for (size_t l = 0; l < fw.layers.size(); ++l) {
+      const LayerWeights &f = fw.layers[l], &w = lw.layers[l];
+      same(f.wq, w.wq, "wq " + std::to_string(l));
+      same(f.wk, w.wk, "wk " + std::to_string(l));
+      same(f.wv, w.wv, "wv " + std::to_string(l));
+      same(f.wo, w.wo, "wo " + std::to_string(l));
+      same(f.w_gate, w.w_gate, "w_gate " + std::to_string(l));
+      same(f.w_up, w.w_up, "w_up " + std::to_string(l));
+      same(f.w_down, w.w_down, "w_down " + std::to_string(l));
+    }
+    EXPECT_EQ(lw.layers[0].wv.dtype, DType::kQ6_K);
+    EXPECT_EQ(lw.layers[1].wv.dtype, DType::kQ4_K);
+    EXPECT_EQ((*loadm)->quantized_matrices(), (*loadm)->quantize_candidates());
+  }
+  EXPECT_FALSE(load_quant_scheme_from_name("f16").has_value());
+  EXPECT_FALSE(load_quant_scheme_from_name("q8_k").has_value());
+  EXPECT_TRUE(load_quant_scheme_from_name("Q3_K_M").has_value());
   EXPECT_EQ((*loadq)->weights().layers[0].wq.dtype, DType::kQ8_0);
   EXPECT_EQ((*loadq)->weights().output.dtype, DType::kQ8_0);
   EXPECT_EQ((*load5)->weights().layers[0].w_down.dtype, DType::kQ5_K);
