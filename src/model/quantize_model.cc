@@ -381,7 +381,7 @@ QuantizedWeights quantize_weights(ModelWeights& weights, const QuantScheme& sche
   for (int l = 0; l < n_layers; ++l) {
     LayerWeights& w = weights.layers[static_cast<size_t>(l)];
     const std::pair<WeightView*, TensorRole> views[] = {
-        {&w.wq, TensorRole::kAttnQ},     {&w.wk, TensorRole::kAttnK},       {&w.wv, TensorRole::kAttnV},
+        {&w.wq, TensorRole::kAttnQ},      {&w.wk, TensorRole::kAttnK},       {&w.wv, TensorRole::kAttnV},
         {&w.wo, TensorRole::kAttnOutput}, {&w.w_gate, TensorRole::kFfnGate}, {&w.w_up, TensorRole::kFfnUp},
         {&w.w_down, TensorRole::kFfnDown}};
     for (const auto& [view, role] : views) quantize(*view, gguf_tensor_name(role, l));

@@ -157,7 +157,7 @@ TEST(QuantizeModel, Q4_K_MFileLoadsAndRuns) {
   auto base = Model::load(in);
   auto quant = Model::load(out);
   auto loadq = Model::load(in, LoadOptions{load_quant_scheme_from_name("q8_0")});
-  auto load5 = Model::load(in, LoadOptions{load_quant_scheme_from_name("q5_k")});  // --quantize q5_k
+  auto load5 = Model::load(in, LoadOptions{load_quant_scheme_from_name("q5_k")});    // --quantize q5_k
   auto loadm = Model::load(in, LoadOptions{load_quant_scheme_from_name("q4_k_m")});  // --quantize q4_k_m
   ASSERT_TRUE(base.ok() && quant.ok() && loadq.ok() && load5.ok() && loadm.ok());
   {
