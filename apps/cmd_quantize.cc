@@ -48,7 +48,7 @@ Runner register_quantize(CLI::App& app) {
          "type", o->type,
          "Target: q8_0, q4_0, q4_1, q5_0, q5_1, q2_k..q6_k, f16, bf16, f32, or a mix: q3_k_s/m/l, q4_k_s/m, q5_k_s/m")
       ->required()
-      ->check(CLI::IsMember(tools::quantize_type_names()));
+      ->transform(CLI::IsMember(tools::quantize_type_names(), CLI::ignore_case));
   sub->add_option("-t,--threads", o->threads, "Worker threads (default: physical cores)")->check(CLI::Range(1, 1024));
   return [o] { return quantize_main(*o); };
 }

@@ -23,11 +23,14 @@ struct RandomModelOptions {
 Runner register_random_model(CLI::App& app) {
   auto o = std::make_shared<RandomModelOptions>();
   CLI::App* sub = app.add_subcommand("random-model", "Write a GGUF model with random weights in a real model's shape");
-  sub->add_option("--shape", o->preset, "Shape preset")->check(CLI::IsMember(tools::random_model_shape_names()));
+  sub->add_option("--shape", o->preset, "Shape preset")
+      ->check(CLI::IsMember(tools::random_model_shape_names()))
+      ->capture_default_str();
   sub->add_option("--dtype", o->dtype, "Weight type of the matrices, or a mix preset (q3_k_m, q4_k_m, ...)")
-      ->check(CLI::IsMember(tools::quantize_type_names()));
+      ->transform(CLI::IsMember(tools::quantize_type_names(), CLI::ignore_case))
+      ->capture_default_str();
   sub->add_option("-o,--output", o->output, "Output .gguf path")->required();
-  sub->add_option("--seed", o->seed, "Random seed");
+  sub->add_option("--seed", o->seed, "Random seed")->capture_default_str();
   sub->add_option("--greedy-cycle", o->greedy_cycle,
                   "Synthetic weights under which greedy decoding cycles with this period (a stand-in for a "
                   "repetitive model, for `bench --spec`); 0: plain random weights")

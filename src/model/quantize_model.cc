@@ -81,11 +81,13 @@ std::optional<BadRow> requantize_rows(const GgufTensorInfo& t, DType out_t, int6
     quantize_row(out_t, row.data(), out, cols);
     dequantize_row(out_t, out, check.data(), cols);
     if (auto nf = first_nonfinite_value(check.data(), cols)) {
-      float amax = 0;
-      for (float v : row) amax = std::max(amax, std::fabs(v));
-      return BadRow{r, "values up to |x| = " + fmt::format("{:g}", amax) + " overflow the f16 scales of " +
-                           std::string(dtype_name(out_t)) + " (column " + std::to_string(nf->index) +
-                           " would be stored as " + nonfinite_name(check[static_cast<size_t>(nf->index)]) + ")"};
+      // Name the largest value, the one to fix: the first non-finite one
+      // stored is often another column of its block.
+      size_t at = 0;
+      for (size_t i = 1; i < row.size(); ++i) at = std::fabs(row[i]) > std::fabs(row[at]) ? i : at;
+      return BadRow{r, "values up to |x| = " + fmt::format("{:g}", std::fabs(row[at])) + " (column " +
+                           std::to_string(at) + ") overflow the f16 scales of " + std::string(dtype_name(out_t)) +
+                           " (they would be stored as " + nonfinite_name(check[static_cast<size_t>(nf->index)]) + ")"};
     }
   }
   return std::nullopt;
@@ -287,6 +289,10 @@ Result<QuantizeSummary> quantize_model(const std::string& in_path, const std::st
   } remover{temp};
 
   TESSERA_ASSIGN_OR_RETURN(GgufFile in, GgufFile::open(gguf_path));
+  // The mapping keeps the temporary's data: drop its name now, so that a
+  // killed run leaves nothing of it behind from here on.
+  if (!temp.empty()) std::filesystem::remove(temp, ec);
+  const std::string in_name = temp.empty() ? in.name() : in_path;  // errors name the user's input
   int n_layers = 0;
   for (const GgufTensorInfo& t : in.tensors()) n_layers = std::max(n_layers, layer_of(t.name) + 1);
   const bool has_output = in.find_tensor(tensor_name_entry(TensorRole::kOutput).gguf) != nullptr;
@@ -300,7 +306,7 @@ Result<QuantizeSummary> quantize_model(const std::string& in_path, const std::st
   int done = 0;
   for (const GgufTensorInfo& t : in.tensors()) {
     if (!t.dtype) {
-      return unimplemented(in.name() + ": tensor '" + t.name + "' has type " + ggml_type_name(t.ggml_type) +
+      return unimplemented(in_name + ": tensor '" + t.name + "' has type " + ggml_type_name(t.ggml_type) +
                            ", which tessera cannot read");
     }
     summary.bytes_in += t.n_bytes;
@@ -323,7 +329,7 @@ Result<QuantizeSummary> quantize_model(const std::string& in_path, const std::st
       }
     });
     if (bad) {
-      return invalid_argument(in.name() + ": tensor '" + t.name + "' row " + std::to_string(bad->row) + " " + bad->why +
+      return invalid_argument(in_name + ": tensor '" + t.name + "' row " + std::to_string(bad->row) + " " + bad->why +
                               "; refusing to write " + out_path);
     }
     summary.bytes_out += bytes.size();

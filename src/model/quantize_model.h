@@ -65,8 +65,10 @@ DType quant_scheme_tensor_type(const QuantScheme& scheme, std::string_view name,
 std::string quant_fallback_note(std::string_view name, int64_t cols, DType want, DType got);
 
 // `t` when `cols` is a multiple of its block size, else the nearest type
-// that fits: q2_k/q3_k -> q4_0, q4_k -> q5_0, q5_k -> q5_1, q6_k -> q8_0
-// (llama.cpp's fallbacks), and f16 when cols is not a multiple of 32.
+// that fits: q2_k/q3_k -> q4_0, q4_k -> q5_0, q5_k -> q5_1, q6_k -> q8_0,
+// and f16 when cols is not a multiple of 32. These are llama.cpp's
+// fallbacks except for q2_k/q3_k, which llama.cpp sends to iq4_nl, a type
+// tessera does not write: on such rows the two tools' files differ.
 DType quant_fallback_type(DType t, int64_t cols);
 
 // llama_ftype for general.file_type: 0 f32, 1 f16, 2 q4_0, 3 q4_1, 7 q8_0,
@@ -82,13 +84,17 @@ using QuantizeProgress = tools::Progress;
 
 // Requantizes `in_path` (a GGUF file with matrices of any type tessera reads,
 // or a Hugging Face directory, converted first to a temporary f32 GGUF next
-// to `out_path`) to `scheme` and writes `out_path`. 2-D tensors are
-// dequantized to f32 and quantized with core/quant_ref (K-quants: the simple
-// min/max quantizer documented there); 1-D tensors (norms, biases) are copied
-// unchanged; tensors whose row size does not fit the block size fall back
-// per quant_fallback_type with a note. Errors: those of GgufFile::open and
-// convert_hf_to_gguf, tensors of types tessera cannot read (kUnimplemented),
-// I/O failures.
+// to `out_path`, `out_path` + ".f32.tmp.gguf", 4 bytes per parameter, whose
+// name is removed as soon as it is mapped) to `scheme` and writes
+// `out_path`. 2-D tensors are dequantized to f32 and quantized with
+// core/quant_ref (K-quants: the least-squares search over 21 trial scales
+// documented there); 1-D tensors (norms, biases) are copied unchanged;
+// tensors whose row size does not fit the block size fall back per
+// quant_fallback_type with a note. Errors name `in_path` (not the
+// temporary): those of GgufFile::open and convert_hf_to_gguf, tensors of
+// types tessera cannot read (kUnimplemented), Inf/NaN values or values that
+// overflow the output's f16 scales (kInvalidArgument, nothing written), I/O
+// failures.
 Result<QuantizeSummary> quantize_model(const std::string& in_path, const std::string& out_path,
                                        const QuantScheme& scheme, ThreadPool& pool,
                                        const QuantizeProgress& progress = nullptr);

@@ -128,6 +128,7 @@ Result<GgufWriter> build_writer(const RandomModelShape& s, const QuantScheme& sc
   const int64_t kv = hd * s.n_kv_heads;
   uint64_t tensor_seed = seed;
   w.add_uint32("general.file_type", quant_scheme_file_type(scheme));
+  if (dtype_is_quantized(scheme.base)) w.add_uint32("general.quantization_version", 2);
   const bool cycle = s.greedy_cycle > 0;
   const bool has_output = cycle || !s.tied_output;
   auto mat = [&](const std::string& name, int64_t rows, int64_t cols) {

@@ -142,6 +142,31 @@ if(NOT before STREQUAL after)
   message(FATAL_ERROR "quantize IN IN changed its input")
 endif()
 file(REMOVE ${same})
+# Nor a file of a Hugging Face input directory (its safetensors), with quantize or convert; the
+# check runs before the directory is read, so any file stands in for the checkpoint here.
+set(hf_dir ${CMAKE_CURRENT_BINARY_DIR}/cli_errors_hf_dir)
+file(MAKE_DIRECTORY ${hf_dir})
+file(COPY_FILE ${STORIES} ${hf_dir}/model.safetensors)
+file(SHA256 ${hf_dir}/model.safetensors before)
+expect_error_matching(1 "is a file of the input directory" quantize ${hf_dir} ${hf_dir}/model.safetensors q8_0)
+expect_error_matching(1 "is a file of the input directory" convert ${hf_dir} ${hf_dir}/model.safetensors)
+file(SHA256 ${hf_dir}/model.safetensors after)
+if(NOT before STREQUAL after)
+  message(FATAL_ERROR "quantize / convert into the input directory changed its checkpoint")
+endif()
+file(REMOVE_RECURSE ${hf_dir})
+# An output that is a directory, or in a missing directory: refused before any work (an empty
+# path, which CMake cannot pass, is PublicApi.ModelFileTools').
+expect_error_matching(1 "is a directory: name a file" quantize ${STORIES} ${EMPTY_DIR} q8_0)
+expect_error_matching(1 "cannot create: no directory /nonexistent-dir"
+                      random-model --shape tiny --dtype q8_0 -o /nonexistent-dir/x.gguf)
+# Type names are case-insensitive, as llama-quantize's are (Q3_K_M).
+set(upper ${CMAKE_CURRENT_BINARY_DIR}/cli_errors_upper.gguf)
+execute_process(COMMAND ${TESSERA} quantize ${STORIES} ${upper} Q3_K_M -t 1 RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "wrote [^ ]+ [(]q3_k_m, ")
+  message(FATAL_ERROR "quantize ... Q3_K_M: exit code ${rc}; stderr: ${err}")
+endif()
+file(REMOVE ${upper})
 
 # The default -n (128) shortens to what fits the context after the prompt
 # (5 tokens in 16: 11 generated, finish "length"), as a server request's

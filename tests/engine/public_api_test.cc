@@ -240,6 +240,8 @@ TEST(PublicApi, ModelFileTools) {
   EXPECT_GT(q->n_quantized, 0);
   EXPECT_EQ(calls, q->n_tensors);
   EXPECT_EQ(tools::quantize(out, q4, "q3_z", 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(tools::quantize(out, "", "q4_0", 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(tools::write_random_model("tiny", "q8_0", 7, 1, "").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(tools::write_random_model("no-such-shape", "f16", 1, 1, out).status().code(), StatusCode::kInvalidArgument);
   EXPECT_FALSE(tools::inspect("/nonexistent.gguf").ok());
   EXPECT_EQ(tools::convert_hf("/nonexistent", out, {.dtype = "f8"}).status().code(), StatusCode::kInvalidArgument);

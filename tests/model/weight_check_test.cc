@@ -162,14 +162,16 @@ TEST(QuantizeNonFinite, RefusesValuesThatOverflowTheF16Scale) {
   // Q8_0: d = max|x| / 127 must stay <= 65504, so |x| <= 8.3e6.
   expect_error(
       quantize_edited("big_q8", 1e7f, 4 * 256 + 40, "q8_0", out),
-      "tensor 'blk.0.attn_q.weight' row 4 values up to |x| = 1e+07 overflow the f16 scales of q8_0 (column 32");
+      "tensor 'blk.0.attn_q.weight' row 4 values up to |x| = 1e+07 (column 40) overflow the f16 scales of q8_0 "
+      "(they would be stored as ");
   EXPECT_FALSE(std::filesystem::exists(out));
   // Q4_0: d = max / -8: |x| = 1e6 gives |d| = 125000.
   expect_error(quantize_edited("big_q4", -1e6f, 5 * 256, "q4_0", out),
-               "row 5 values up to |x| = 1e+06 overflow the f16 scales of q4_0");
+               "row 5 values up to |x| = 1e+06 (column 0) overflow the f16 scales of q4_0");
   // F16 itself: 1e5 > 65504.
   expect_error(quantize_edited("big_f16", 1e5f, 6 * 256 + 1, "f16", out),
-               "row 6 values up to |x| = 100000 overflow the f16 scales of f16 (column 1 would be stored as +Inf)");
+               "row 6 values up to |x| = 100000 (column 1) overflow the f16 scales of f16 (they would be stored as "
+               "+Inf)");
   EXPECT_FALSE(std::filesystem::exists(out));
   // Just inside the range: 6e6 / 127 = 47244 is a finite f16; the file is written and passes --check-tensors.
   ASSERT_TRUE(quantize_edited("ok_q8", 6e6f, 4 * 256 + 40, "q8_0", out).ok());
