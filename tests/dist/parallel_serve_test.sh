@@ -138,6 +138,7 @@ expect_one_error "ranks with different micro-batch settings" 2 "the ranks see di
 start_server() {
   local log=$1 flags=$2 port=""
   shift 2
+  : >"$log"  # before the background job opens it: sed of a missing file would end the script (set -e)
   # shellcheck disable=SC2086 # FLAGS are words
   "$@" serve -m "$MODEL" --host 127.0.0.1 --port 0 -t 1 --served-model-name "$TAG" $flags 2>"$log" &
   SERVER_PID=$!

@@ -39,6 +39,9 @@ ok() { echo "ok: $*"; }
 # port is never read from a previous server's log), sets SERVER_PID, URL and LOG.
 start_server() {
   LOG=$2
+  # Created here, not by the background job's redirection: under `set -e` a sed of a log the
+  # job has not opened yet would end the script without a word.
+  : >"$LOG"
   "$BIN" serve -m "$MODEL" --host 127.0.0.1 --port 0 --threads 1 --max-num-seqs 1 --shutdown-timeout "$1" \
     --no-webui 2>"$LOG" &
   SERVER_PID=$!
