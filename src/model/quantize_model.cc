@@ -97,64 +97,87 @@ std::optional<BadRow> requantize_rows(const GgufTensorInfo& t, DType out_t, int6
 
 namespace {
 
+// Where a mix gives a per-layer tensor more bits (the table in
+// quantize_model.h): `hit` in the layers `when` picks, `miss` (nullopt: the
+// base type) in the others.
+struct LayerRule {
+  enum When : uint8_t { kNever, kAlways, kFirstLayers, kFirstFraction, kMoreBits };
+  When when = kNever;
+  int count = 0;  // kFirstLayers: layer < count; kFirstFraction: layer < n_layers / count
+  DType hit = DType::kQ6_K;
+  std::optional<DType> miss;
+
+  std::optional<DType> type(int layer, int n_layers) const {
+    bool picked = false;
+    switch (when) {
+      case kNever:
+        return std::nullopt;
+      case kAlways:
+        picked = true;
+        break;
+      case kFirstLayers:
+        picked = layer < count;
+        break;
+      case kFirstFraction:
+        picked = layer < n_layers / count;
+        break;
+      case kMoreBits:
+        picked = use_more_bits(layer, n_layers);
+        break;
+    }
+    return picked ? std::optional<DType>(hit) : miss;
+  }
+};
+
 struct MixEntry {
   std::string_view name;
   QuantMix mix;
   DType base;
   uint32_t file_type;  // llama_ftype
+  LayerRule attn_v, ffn_down;
+  std::optional<DType> attn_output, attn_qkv;  // nullopt: the base type
 };
 
-constexpr MixEntry kMixes[] = {
-    {"q3_k_s", QuantMix::kQ3_K_S, DType::kQ3_K, 11}, {"q3_k_m", QuantMix::kQ3_K_M, DType::kQ3_K, 12},
-    {"q3_k_l", QuantMix::kQ3_K_L, DType::kQ3_K, 13}, {"q4_k_s", QuantMix::kQ4_K_S, DType::kQ4_K, 14},
-    {"q4_k_m", QuantMix::kQ4_K_M, DType::kQ4_K, 15}, {"q5_k_s", QuantMix::kQ5_K_S, DType::kQ5_K, 16},
-    {"q5_k_m", QuantMix::kQ5_K_M, DType::kQ5_K, 17},
+using R = LayerRule;
+constexpr DType kQ4K = DType::kQ4_K, kQ5K = DType::kQ5_K, kQ6K = DType::kQ6_K;
+const MixEntry kMixes[] = {
+    {"q3_k_s", QuantMix::kQ3_K_S, DType::kQ3_K, 11, {}, {}, {}, {}},
+    {"q3_k_m",
+     QuantMix::kQ3_K_M,
+     DType::kQ3_K,
+     12,
+     {R::kFirstLayers, 2, kQ5K, kQ4K},
+     {R::kFirstFraction, 16, kQ5K, kQ4K},
+     kQ4K,
+     kQ4K},
+    {"q3_k_l", QuantMix::kQ3_K_L, DType::kQ3_K, 13, {R::kAlways, 0, kQ5K, {}}, {R::kAlways, 0, kQ5K, {}}, kQ5K, kQ4K},
+    {"q4_k_s",
+     QuantMix::kQ4_K_S,
+     DType::kQ4_K,
+     14,
+     {R::kFirstLayers, 4, kQ5K, {}},
+     {R::kFirstFraction, 8, kQ5K, {}},
+     {},
+     {}},
+    {"q4_k_m", QuantMix::kQ4_K_M, DType::kQ4_K, 15, {R::kMoreBits, 0, kQ6K, {}}, {R::kMoreBits, 0, kQ6K, {}}, {}, kQ5K},
+    {"q5_k_s", QuantMix::kQ5_K_S, DType::kQ5_K, 16, {}, {}, {}, {}},
+    {"q5_k_m", QuantMix::kQ5_K_M, DType::kQ5_K, 17, {R::kMoreBits, 0, kQ6K, {}}, {R::kMoreBits, 0, kQ6K, {}}, {}, kQ6K},
 };
 
-// The mix's type for a layer's attn_v / ffn_down / attn_output / attn_qkv
-// (the table in quantize_model.h), or nullopt for the base type.
-std::optional<DType> mix_layer_type(QuantMix mix, std::string_view name, int layer, int n_layers) {
-  const bool more_bits = use_more_bits(layer, n_layers);
-  if (ends_with_role(name, TensorRole::kAttnV)) {
-    switch (mix) {
-      case QuantMix::kQ3_K_M:
-        return layer < 2 ? DType::kQ5_K : DType::kQ4_K;
-      case QuantMix::kQ3_K_L:
-        return DType::kQ5_K;
-      case QuantMix::kQ4_K_S:
-        if (layer < 4) return DType::kQ5_K;
-        break;
-      case QuantMix::kQ4_K_M:
-      case QuantMix::kQ5_K_M:
-        if (more_bits) return DType::kQ6_K;
-        break;
-      default:
-        break;
-    }
-  } else if (ends_with_role(name, TensorRole::kFfnDown)) {
-    switch (mix) {
-      case QuantMix::kQ3_K_M:
-        return layer < n_layers / 16 ? DType::kQ5_K : DType::kQ4_K;
-      case QuantMix::kQ3_K_L:
-        return DType::kQ5_K;
-      case QuantMix::kQ4_K_S:
-        if (layer < n_layers / 8) return DType::kQ5_K;
-        break;
-      case QuantMix::kQ4_K_M:
-      case QuantMix::kQ5_K_M:
-        if (more_bits) return DType::kQ6_K;
-        break;
-      default:
-        break;
-    }
-  } else if (ends_with_role(name, TensorRole::kAttnOutput)) {
-    if (mix == QuantMix::kQ3_K_M) return DType::kQ4_K;
-    if (mix == QuantMix::kQ3_K_L) return DType::kQ5_K;
-  } else if (ends_with_role(name, TensorRole::kAttnQkv)) {
-    if (mix == QuantMix::kQ3_K_M || mix == QuantMix::kQ3_K_L) return DType::kQ4_K;
-    if (mix == QuantMix::kQ4_K_M) return DType::kQ5_K;
-    if (mix == QuantMix::kQ5_K_M) return DType::kQ6_K;
+const MixEntry* find_mix(QuantMix mix) {
+  for (const MixEntry& m : kMixes) {
+    if (m.mix == mix) return &m;
   }
+  return nullptr;
+}
+
+// The mix's type for a layer's attn_v / ffn_down / attn_output / attn_qkv,
+// or nullopt for the base type.
+std::optional<DType> mix_layer_type(const MixEntry& m, std::string_view name, int layer, int n_layers) {
+  if (ends_with_role(name, TensorRole::kAttnV)) return m.attn_v.type(layer, n_layers);
+  if (ends_with_role(name, TensorRole::kFfnDown)) return m.ffn_down.type(layer, n_layers);
+  if (ends_with_role(name, TensorRole::kAttnOutput)) return m.attn_output;
+  if (ends_with_role(name, TensorRole::kAttnQkv)) return m.attn_qkv;
   return std::nullopt;
 }
 
@@ -186,8 +209,9 @@ DType quant_scheme_tensor_type(const QuantScheme& s, std::string_view name, int 
     return DType::kQ6_K;
   }
   const int layer = layer_of(name);
-  if (layer >= 0) {
-    if (std::optional<DType> t = mix_layer_type(s.mix, name, layer, n_layers)) return *t;
+  const MixEntry* m = find_mix(s.mix);
+  if (layer >= 0 && m != nullptr) {
+    if (std::optional<DType> t = mix_layer_type(*m, name, layer, n_layers)) return *t;
   }
   return s.base;
 }
@@ -230,9 +254,7 @@ DType quant_fallback_type(DType t, int64_t cols) {
 }
 
 uint32_t quant_scheme_file_type(const QuantScheme& s) {
-  for (const MixEntry& m : kMixes) {
-    if (s.mix == m.mix) return m.file_type;
-  }
+  if (const MixEntry* m = find_mix(s.mix)) return m->file_type;
   switch (s.base) {
     case DType::kF32:
       return 0;
