@@ -93,10 +93,6 @@ std::optional<BadRow> requantize_rows(const GgufTensorInfo& t, DType out_t, int6
   return std::nullopt;
 }
 
-}  // namespace
-
-namespace {
-
 // Where a mix gives a per-layer tensor more bits (the table in
 // quantize_model.h): `hit` in the layers `when` picks, `miss` (nullopt: the
 // base type) in the others.
@@ -140,29 +136,18 @@ struct MixEntry {
 
 using R = LayerRule;
 constexpr DType kQ4K = DType::kQ4_K, kQ5K = DType::kQ5_K, kQ6K = DType::kQ6_K;
+// One line per mix: name, mix, base, llama_ftype, attn_v, ffn_down, attn_output, attn_qkv.
+// clang-format off
 const MixEntry kMixes[] = {
     {"q3_k_s", QuantMix::kQ3_K_S, DType::kQ3_K, 11, {}, {}, {}, {}},
-    {"q3_k_m",
-     QuantMix::kQ3_K_M,
-     DType::kQ3_K,
-     12,
-     {R::kFirstLayers, 2, kQ5K, kQ4K},
-     {R::kFirstFraction, 16, kQ5K, kQ4K},
-     kQ4K,
-     kQ4K},
+    {"q3_k_m", QuantMix::kQ3_K_M, DType::kQ3_K, 12, {R::kFirstLayers, 2, kQ5K, kQ4K}, {R::kFirstFraction, 16, kQ5K, kQ4K}, kQ4K, kQ4K},
     {"q3_k_l", QuantMix::kQ3_K_L, DType::kQ3_K, 13, {R::kAlways, 0, kQ5K, {}}, {R::kAlways, 0, kQ5K, {}}, kQ5K, kQ4K},
-    {"q4_k_s",
-     QuantMix::kQ4_K_S,
-     DType::kQ4_K,
-     14,
-     {R::kFirstLayers, 4, kQ5K, {}},
-     {R::kFirstFraction, 8, kQ5K, {}},
-     {},
-     {}},
+    {"q4_k_s", QuantMix::kQ4_K_S, DType::kQ4_K, 14, {R::kFirstLayers, 4, kQ5K, {}}, {R::kFirstFraction, 8, kQ5K, {}}, {}, {}},
     {"q4_k_m", QuantMix::kQ4_K_M, DType::kQ4_K, 15, {R::kMoreBits, 0, kQ6K, {}}, {R::kMoreBits, 0, kQ6K, {}}, {}, kQ5K},
     {"q5_k_s", QuantMix::kQ5_K_S, DType::kQ5_K, 16, {}, {}, {}, {}},
     {"q5_k_m", QuantMix::kQ5_K_M, DType::kQ5_K, 17, {R::kMoreBits, 0, kQ6K, {}}, {R::kMoreBits, 0, kQ6K, {}}, {}, kQ6K},
 };
+// clang-format on
 
 const MixEntry* find_mix(QuantMix mix) {
   for (const MixEntry& m : kMixes) {
