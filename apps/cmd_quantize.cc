@@ -2,7 +2,11 @@
 // directory) to a block format or a K-quant mix (model/quantize_model.h),
 // with a progress bar on stderr and one line per fallback.
 #include <fmt/core.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "cli_common.h"
@@ -22,7 +26,32 @@ struct QuantizeOptions {
   int threads = 0;
 };
 
+// The f32 temporary of a Hugging Face input (4 bytes per parameter): removed
+// when Ctrl-C or a kill ends the conversion, before the signal's default
+// action ends the process. A fixed buffer: the handler may not allocate.
+char g_temporary[4096];
+
+extern "C" void remove_temporary_and_reraise(int sig) {
+  if (g_temporary[0] != '\0') ::unlink(g_temporary);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void remove_temporary_on_signals(const std::string& path) {
+  if (path.size() >= sizeof g_temporary) return;
+  std::memcpy(g_temporary, path.c_str(), path.size() + 1);
+  struct sigaction sa {};
+  sa.sa_handler = remove_temporary_and_reraise;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
+
 int quantize_main(const QuantizeOptions& o) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(o.input, ec) &&
+      !std::filesystem::exists(tools::quantize_temporary_path(o.output), ec)) {
+    remove_temporary_on_signals(tools::quantize_temporary_path(o.output));
+  }
   ProgressBar bar("quantize", "tensors");
   auto summary =
       tools::quantize(o.input, o.output, o.type, o.threads > 0 ? o.threads : physical_cores(),

@@ -55,6 +55,10 @@ using Progress = std::function<void(int done, int total, const std::string& name
 Result<QuantizeSummary> quantize(const std::string& in_path, const std::string& out_path, const std::string& type,
                                  int threads, const Progress& progress = nullptr);
 std::vector<std::string> quantize_type_names();
+// The temporary f32 GGUF quantize writes next to `out_path` while it converts a Hugging Face
+// directory (4 bytes per parameter; quantize removes it, also on errors). A caller that may be
+// killed during the conversion can remove it from its signal handler.
+std::string quantize_temporary_path(const std::string& out_path);
 
 // ---- random-model: a random-weight GGUF in a real model's shape --------------
 // `shape`: one of random_model_shape_names() ("tinyllama-1.1b", ...);

@@ -90,6 +90,10 @@ Result<QuantizeSummary> quantize(const std::string& in_path, const std::string& 
   return quantize_model(in_path, out_path, *scheme, pool, progress);
 }
 
+std::string quantize_temporary_path(const std::string& out_path) {
+  return tessera::quantize_temporary_path(out_path);
+}
+
 std::vector<std::string> random_model_shape_names() {
   return random_model_preset_names();
 }

@@ -273,6 +273,10 @@ uint32_t quant_scheme_file_type(const QuantScheme& s) {
   return 0;
 }
 
+std::string quantize_temporary_path(const std::string& out_path) {
+  return out_path + ".f32.tmp.gguf";
+}
+
 Result<QuantizeSummary> quantize_model(const std::string& in_path, const std::string& out_path,
                                        const QuantScheme& scheme, ThreadPool& pool, const QuantizeProgress& progress) {
   std::string gguf_path = in_path;
@@ -280,7 +284,7 @@ Result<QuantizeSummary> quantize_model(const std::string& in_path, const std::st
   QuantizeSummary summary;
   std::error_code ec;
   if (std::filesystem::is_directory(in_path, ec)) {
-    temp = out_path + ".f32.tmp.gguf";
+    temp = quantize_temporary_path(out_path);
     ConvertOptions co;
     co.dtype = DType::kF32;
     TESSERA_ASSIGN_OR_RETURN(ConvertSummary cs, convert_hf_to_gguf(in_path, temp, co));

@@ -95,6 +95,10 @@ using QuantizeProgress = tools::Progress;
 // types tessera cannot read (kUnimplemented), Inf/NaN values or values that
 // overflow the output's f16 scales (kInvalidArgument, nothing written), I/O
 // failures.
+// The temporary f32 GGUF quantize_model writes next to `out_path` while it
+// converts a Hugging Face directory: `out_path` + ".f32.tmp.gguf".
+std::string quantize_temporary_path(const std::string& out_path);
+
 Result<QuantizeSummary> quantize_model(const std::string& in_path, const std::string& out_path,
                                        const QuantScheme& scheme, ThreadPool& pool,
                                        const QuantizeProgress& progress = nullptr);
