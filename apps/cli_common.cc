@@ -59,9 +59,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
                  "one of llama.cpp's mixes (q4_k_m: q4_k, with q6_k for the output and some attn_v / ffn_down; "
                  "see `tessera quantize`); a matrix whose rows do not fit its type's block, 32 elements or 256 "
                  "for the _k types, keeps its type, with a note")
-      ->transform(CLI::IsMember({"q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "q6_k", "q5_k", "q4_k", "q3_k", "q2_k",
-                                 "q3_k_s", "q3_k_m", "q3_k_l", "q4_k_s", "q4_k_m", "q5_k_s", "q5_k_m"},
-                                CLI::ignore_case))
+      ->transform(CLI::IsMember(load_quantize_type_names(), CLI::ignore_case))
       ->group(kGroupModel);
   app.add_flag("--check-tensors", f.check_tensors,
                "Check every weight value for Inf/NaN at load (always checked: quantized scales, norms)")

@@ -62,6 +62,10 @@ struct EngineOptions {
   ParallelOptions parallel;
 };
 
+// The names EngineOptions::quantize (`--quantize`) accepts, lower case: the
+// block types with tile kernels on every SIMD path, then the mixes.
+std::vector<std::string> load_quantize_type_names();
+
 // What the loaded model is.
 struct ModelInfo {
   std::string path;

@@ -16,10 +16,6 @@ namespace {
 
 constexpr int kQk = kSuperBlockElems;
 
-int clamp_i(long v, int lo, int hi) {
-  return static_cast<int>(v < lo ? lo : (v > hi ? hi : v));
-}
-
 // 2-bit field of element e in a 64-byte qs array shared by Q2_K and Q3_K:
 // element 128h + 32c + l sits in bits 2c..2c+1 of qs[32h + l].
 int q2_bits(const uint8_t* qs, int e) {
@@ -380,7 +376,7 @@ void quantize_row_q8_k_ref(const float* x, BlockQ8_K* y, int64_t n) {
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = d;
-    for (int i = 0; i < kQk; ++i) y[b].qs[i] = static_cast<int8_t>(clamp_i(std::lround(xb[i] * id), -127, 127));
+    for (int i = 0; i < kQk; ++i) y[b].qs[i] = static_cast<int8_t>(round_clamp(xb[i] * id, -127, 127));
     for (int j = 0; j < 16; ++j) {
       int sum = 0;
       for (int i = 0; i < 16; ++i) sum += y[b].qs[16 * j + i];

@@ -25,6 +25,10 @@ struct Engine::Impl {
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
+std::vector<std::string> load_quantize_type_names() {
+  return load_quant_scheme_names();
+}
+
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   LoadOptions load;
   load.check_tensors = o.check_tensors;
@@ -32,9 +36,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
     // The types with tile kernels on every SIMD path (matmul's fast formats), and the mixes.
     load.quantize = load_quant_scheme_from_name(o.quantize);
     if (!load.quantize) {
-      return invalid_argument("quantize '" + o.quantize +
-                              "': expected q8_0, q5_1, q5_0, q4_1, q4_0, q6_k, q5_k, q4_k, q3_k, q2_k or a mix "
-                              "(q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m)");
+      std::string names;
+      for (const std::string& n : load_quant_scheme_names()) names += (names.empty() ? "" : ", ") + n;
+      return invalid_argument("quantize '" + o.quantize + "': expected one of " + names);
     }
   }
   auto kv_dtype = kv_dtype_from_name(o.kv_cache_dtype);

@@ -372,6 +372,12 @@ std::optional<QuantScheme> load_quant_scheme_from_name(std::string_view name) {
   }
 }
 
+std::vector<std::string> load_quant_scheme_names() {
+  std::vector<std::string> names = quant_scheme_names();
+  std::erase_if(names, [](const std::string& n) { return !load_quant_scheme_from_name(n); });
+  return names;
+}
+
 QuantizedWeights quantize_weights(ModelWeights& weights, const QuantScheme& scheme) {
   QuantizedWeights q;
   std::vector<std::vector<uint8_t>>& storage = q.storage;

@@ -117,6 +117,8 @@ struct QuantizedWeights {
 // (q8_0, q5_1, q5_0, q4_1, q4_0, q6_k, q5_k, q4_k, q3_k, q2_k) and every mix;
 // nullopt for other names (f16, q8_k, unknown; case-insensitive).
 std::optional<QuantScheme> load_quant_scheme_from_name(std::string_view name);
+// The names load_quant_scheme_from_name accepts (lower case), for --help and errors.
+std::vector<std::string> load_quant_scheme_names();
 
 // Load-time quantization: requantizes every matrix view of `weights` except
 // token_embd to the type `scheme` gives it (quant_scheme_tensor_type, with

@@ -31,7 +31,16 @@ TEST(PublicApi, BadOptionsAreOneLineErrors) {
   EXPECT_EQ(Engine::create(o).status().code(), StatusCode::kInvalidArgument);
   o.backend.device = "cpu";
   o.quantize = "q3";
-  EXPECT_EQ(Engine::create(o).status().code(), StatusCode::kInvalidArgument);
+  const auto bad = Engine::create(o);
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("expected one of q8_0, "), std::string::npos) << bad.status().message();
+  // The load-time names: the tiled block types and the mixes, no float types.
+  const std::vector<std::string> names = load_quantize_type_names();
+  for (const char* n : {"q8_0", "q4_0", "q2_k", "q6_k", "q3_k_m", "q4_k_m", "q5_k_s"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  }
+  for (const char* n : {"f16", "bf16", "f32", "q8_k"})
+    EXPECT_EQ(std::find(names.begin(), names.end(), n), names.end()) << n;
 }
 
 TEST(PublicApi, TokenizeSubmitCancelMetrics) {
