@@ -16,6 +16,10 @@ namespace {
 
 constexpr int kQk = kSuperBlockElems;
 
+int clamp_i(long v, int lo, int hi) {
+  return static_cast<int>(v < lo ? lo : (v > hi ? hi : v));
+}
+
 // 2-bit field of element e in a 64-byte qs array shared by Q2_K and Q3_K:
 // element 128h + 32c + l sits in bits 2c..2c+1 of qs[32h + l].
 int q2_bits(const uint8_t* qs, int e) {
@@ -71,9 +75,13 @@ constexpr int kMaxSubLen = 32;  // the longest sub-block searched (Q4_K/Q5_K)
 
 // std::lround(v) clamped to [lo, hi], without the library call: trunc, then
 // one step away from zero when the dropped fraction is at least a half
-// (exact: |v| < 2^23 makes v - trunc(v) representable). |v| >= 2^23 rounds
-// to itself, beyond any clamp bound here, and NaN to lo, as glibc's lround
-// (LONG_MIN) followed by the clamp does.
+// (exact: |v| < 2^23 makes v - trunc(v) representable). |v| >= 2^23 (±Inf
+// included) clamps to the nearer bound and NaN to lo. glibc's lround then
+// clamp differs only where lround returns LONG_MIN: NaN (lo here too), +Inf
+// and |v| >= 2^63 (lo there, hi here), which only a search over values
+// that overflow the f16 scales reaches (quantize refuses those files). The
+// Q8_K reference below keeps lround: the kernels' tables mirror it bit for
+// bit, Inf and NaN rows included.
 inline int round_clamp(float v, int lo, int hi) {
   constexpr float kBig = 8388608.0f;  // 2^23
   v = v > -kBig ? v : -kBig;
@@ -376,7 +384,7 @@ void quantize_row_q8_k_ref(const float* x, BlockQ8_K* y, int64_t n) {
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = d;
-    for (int i = 0; i < kQk; ++i) y[b].qs[i] = static_cast<int8_t>(round_clamp(xb[i] * id, -127, 127));
+    for (int i = 0; i < kQk; ++i) y[b].qs[i] = static_cast<int8_t>(clamp_i(std::lround(xb[i] * id), -127, 127));
     for (int j = 0; j < 16; ++j) {
       int sum = 0;
       for (int i = 0; i < 16; ++i) sum += y[b].qs[16 * j + i];
